@@ -1,0 +1,580 @@
+//! The event catalogue: the stored shapes of everything that happens.
+//!
+//! These types are a compatibility promise: they are written to the log and
+//! read back years later. Each event type has an explicit schema version;
+//! `upcast` turns an older stored version into the current one before it is
+//! decoded, so old events never need rewriting (the log is append-only).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{AgentId, ErasureId, EventId, MemoryId, SessionId, SubjectId, TenantId};
+use crate::memory::{Memory, MemoryKind, MemoryState, Provenance};
+use crate::text::SubjectText;
+
+/// Counts of PII found per kind (`{"email": 2}`); never the values.
+pub type PiiCounts = BTreeMap<String, u32>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+    System,
+    Tool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageReceived {
+    /// The client's message id (or one we assigned), unique per subject.
+    pub message_id: String,
+    pub role: Role,
+    pub content: SubjectText,
+    pub timestamp: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentId>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pii: PiiCounts,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryCreated {
+    pub memory_id: MemoryId,
+    pub kind: MemoryKind,
+    pub content: SubjectText,
+    pub tags: Vec<String>,
+    pub confidence: f32,
+    pub importance: f32,
+    pub state: MemoryState,
+    pub provenance: Provenance,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentId>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pii: PiiCounts,
+}
+
+/// A correction: every field present replaces the old value.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryRevised {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<SubjectText>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<MemoryKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub importance: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<SubjectText>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pii: PiiCounts,
+}
+
+/// A state change with a reason (deleted, archived, restored).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryStateChanged {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<SubjectText>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemorySuperseded {
+    pub by: MemoryId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<SubjectText>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryMerged {
+    pub into: MemoryId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<SubjectText>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryReinforced {
+    pub source_event_ids: Vec<EventId>,
+    pub similarity: f32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RelationKind {
+    Premise,
+    Cause,
+    Refines,
+    Contradicts,
+    Parallel,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RelationAdded {
+    pub from: MemoryId,
+    pub to: MemoryId,
+    pub relation: RelationKind,
+    pub confidence: f32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewRequested {
+    pub review_id: MemoryId,
+    pub proposed: SubjectText,
+    pub kind: MemoryKind,
+    pub confidence: f32,
+    pub source_event_ids: Vec<EventId>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewDecision {
+    Approve,
+    Edit,
+    Reject,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewResolved {
+    pub review_id: MemoryId,
+    pub decision: ReviewDecision,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited: Option<SubjectText>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileUpdated {
+    pub summary: SubjectText,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportGenerated {
+    pub messages: u64,
+    pub memories: u64,
+    pub events: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErasureRequested {
+    pub erasure_id: ErasureId,
+    pub subject: SubjectId,
+}
+
+/// What one store did for an erasure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErasureStep {
+    /// Where: `subject_keys`, `memory_read_model`, `vector_index`, ...
+    pub store: String,
+    /// What: `data_keys_destroyed`, `rows_deleted`, `points_deleted`, ...
+    pub action: String,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErasureReceipt {
+    pub erasure_id: ErasureId,
+    pub tenant: TenantId,
+    pub subject: SubjectId,
+    pub requested_at: DateTime<Utc>,
+    pub completed_at: DateTime<Utc>,
+    pub steps: Vec<ErasureStep>,
+    /// Events in the log whose subject content is now unreadable.
+    pub events_shredded: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubjectErased {
+    pub receipt: ErasureReceipt,
+}
+
+/// Every event the log holds, decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DomainEvent {
+    MessageReceived(MessageReceived),
+    MemoryCreated(MemoryCreated),
+    MemoryRevised(MemoryRevised),
+    MemoryMerged(MemoryMerged),
+    MemorySuperseded(MemorySuperseded),
+    MemoryReinforced(MemoryReinforced),
+    MemoryArchived(MemoryStateChanged),
+    MemoryRestored(MemoryStateChanged),
+    MemoryDeleted(MemoryStateChanged),
+    RelationAdded(RelationAdded),
+    ReviewRequested(ReviewRequested),
+    ReviewResolved(ReviewResolved),
+    ProfileUpdated(ProfileUpdated),
+    ExportGenerated(ExportGenerated),
+    ErasureRequested(ErasureRequested),
+    SubjectErased(SubjectErased),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EventDecodeError {
+    #[error("unknown event type {0}")]
+    UnknownType(String),
+    #[error("{event_type} schema version {found} is newer than this build knows ({known})")]
+    FutureVersion {
+        event_type: String,
+        found: u16,
+        known: u16,
+    },
+    #[error("{event_type} payload does not match its schema: {source}")]
+    Payload {
+        event_type: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+macro_rules! catalogue {
+    ($($variant:ident($payload:ty) = $version:literal),* $(,)?) => {
+        impl DomainEvent {
+            /// Every event type name, for filters and docs.
+            pub const TYPES: &'static [&'static str] = &[$(stringify!($variant)),*];
+
+            pub fn event_type(&self) -> &'static str {
+                match self { $(DomainEvent::$variant(_) => stringify!($variant)),* }
+            }
+
+            /// The schema version this build writes for the event's type.
+            pub fn schema_version(&self) -> u16 {
+                match self { $(DomainEvent::$variant(_) => $version),* }
+            }
+
+            pub fn current_version(event_type: &str) -> Option<u16> {
+                match event_type { $(stringify!($variant) => Some($version),)* _ => None }
+            }
+
+            /// The payload as stored (before sealing): subject content as `$text` markers.
+            pub fn to_payload(&self) -> serde_json::Value {
+                let result = match self { $(DomainEvent::$variant(p) => serde_json::to_value(p)),* };
+                // Serializing these plain structs to a Value cannot fail.
+                result.expect("event payloads serialize")
+            }
+
+            /// Decodes an opened payload, upcasting an older schema version first.
+            pub fn decode(event_type: &str, schema_version: u16, payload: serde_json::Value) -> Result<Self, EventDecodeError> {
+                let known = Self::current_version(event_type)
+                    .ok_or_else(|| EventDecodeError::UnknownType(event_type.to_owned()))?;
+                if schema_version > known {
+                    return Err(EventDecodeError::FutureVersion { event_type: event_type.to_owned(), found: schema_version, known });
+                }
+                let payload = upcast(event_type, schema_version, payload);
+                let wrap = |source| EventDecodeError::Payload { event_type: event_type.to_owned(), source };
+                match event_type {
+                    $(stringify!($variant) => serde_json::from_value::<$payload>(payload).map(DomainEvent::$variant).map_err(wrap),)*
+                    _ => Err(EventDecodeError::UnknownType(event_type.to_owned())),
+                }
+            }
+        }
+    };
+}
+
+catalogue! {
+    MessageReceived(MessageReceived) = 1,
+    MemoryCreated(MemoryCreated) = 1,
+    MemoryRevised(MemoryRevised) = 1,
+    MemoryMerged(MemoryMerged) = 1,
+    MemorySuperseded(MemorySuperseded) = 1,
+    MemoryReinforced(MemoryReinforced) = 1,
+    MemoryArchived(MemoryStateChanged) = 1,
+    MemoryRestored(MemoryStateChanged) = 1,
+    MemoryDeleted(MemoryStateChanged) = 1,
+    RelationAdded(RelationAdded) = 1,
+    ReviewRequested(ReviewRequested) = 1,
+    ReviewResolved(ReviewResolved) = 1,
+    ProfileUpdated(ProfileUpdated) = 1,
+    ExportGenerated(ExportGenerated) = 1,
+    ErasureRequested(ErasureRequested) = 1,
+    SubjectErased(SubjectErased) = 1,
+}
+
+/// Brings an older stored payload up to the current schema of its type, one
+/// version step at a time. Add an arm when a type's version is bumped; never
+/// change what an old version meant.
+fn upcast(event_type: &str, mut version: u16, mut payload: serde_json::Value) -> serde_json::Value {
+    while let Some(next) = upcast_step(event_type, version, &mut payload) {
+        version = next;
+    }
+    payload
+}
+
+fn upcast_step(event_type: &str, version: u16, payload: &mut serde_json::Value) -> Option<u16> {
+    match (event_type, version) {
+        // Version 0 of MessageReceived (pre-release) had no role: it was
+        // always the user's message.
+        ("MessageReceived", 0) => {
+            if let Some(object) = payload.as_object_mut() {
+                object
+                    .entry("role")
+                    .or_insert_with(|| serde_json::Value::from("user"));
+            }
+            Some(1)
+        }
+        _ => None,
+    }
+}
+
+/// Named streams. One memory = one stream; its history is the stream.
+pub mod streams {
+    use super::*;
+
+    pub fn memory(id: &MemoryId) -> String {
+        format!("memory-{id}")
+    }
+
+    pub fn conversation(subject: &SubjectId) -> String {
+        format!("conversation-{subject}")
+    }
+
+    pub fn subject(subject: &SubjectId) -> String {
+        format!("subject-{subject}")
+    }
+
+    pub fn erasure(id: &ErasureId) -> String {
+        format!("erasure-{id}")
+    }
+}
+
+/// Who did it, on whose behalf, as part of what.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EventMetadata {
+    /// The `sub` of the token, or a service name for system actions.
+    pub actor: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causation_id: Option<EventId>,
+    /// W3C trace context of the request that caused the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+}
+
+/// An event about to be appended. `payload` must already be sealed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    pub event_id: EventId,
+    pub event_type: String,
+    pub schema_version: u16,
+    pub subject: Option<SubjectId>,
+    pub payload: serde_json::Value,
+    pub metadata: EventMetadata,
+}
+
+/// An event as stored, payload still sealed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedEvent {
+    pub global_position: i64,
+    pub event_id: EventId,
+    pub tenant: TenantId,
+    pub stream_id: String,
+    pub stream_version: u64,
+    pub subject: Option<SubjectId>,
+    pub event_type: String,
+    pub schema_version: u16,
+    pub payload: serde_json::Value,
+    pub metadata: EventMetadata,
+    pub recorded_at: DateTime<Utc>,
+}
+
+impl Memory {
+    /// Folds a memory stream. `events` are (decoded event, stream version,
+    /// recorded time) in stream order. None when the stream does not start
+    /// with `MemoryCreated`.
+    pub fn fold<'a>(
+        subject: &SubjectId,
+        events: impl IntoIterator<Item = (&'a DomainEvent, u64, DateTime<Utc>)>,
+    ) -> Option<Memory> {
+        let mut memory: Option<Memory> = None;
+        for (event, version, at) in events {
+            if let DomainEvent::MemoryCreated(created) = event {
+                memory = Some(Memory {
+                    id: created.memory_id,
+                    subject: subject.clone(),
+                    kind: created.kind,
+                    content: created.content.clone(),
+                    tags: created.tags.clone(),
+                    confidence: created.confidence,
+                    importance: created.importance,
+                    state: created.state,
+                    version,
+                    provenance: created.provenance.clone(),
+                    session: created.session.clone(),
+                    agent: created.agent.clone(),
+                    reinforcements: 0,
+                    superseded_by: None,
+                    created_at: at,
+                    updated_at: at,
+                });
+                continue;
+            }
+            let Some(memory) = memory.as_mut() else {
+                continue;
+            };
+            memory.apply(event);
+            memory.version = version;
+            memory.updated_at = at;
+        }
+        memory
+    }
+
+    /// Applies one later event of the memory's stream.
+    pub fn apply(&mut self, event: &DomainEvent) {
+        match event {
+            DomainEvent::MemoryRevised(revised) => {
+                if let Some(content) = &revised.content {
+                    self.content = content.clone();
+                }
+                if let Some(kind) = revised.kind {
+                    self.kind = kind;
+                }
+                if let Some(tags) = &revised.tags {
+                    self.tags = tags.clone();
+                }
+                if let Some(confidence) = revised.confidence {
+                    self.confidence = confidence;
+                }
+                if let Some(importance) = revised.importance {
+                    self.importance = importance;
+                }
+            }
+            DomainEvent::MemoryReinforced(reinforced) => {
+                self.reinforcements += 1;
+                for id in &reinforced.source_event_ids {
+                    if !self.provenance.source_event_ids.contains(id) {
+                        self.provenance.source_event_ids.push(*id);
+                    }
+                }
+            }
+            DomainEvent::MemoryArchived(_) => self.state = MemoryState::Archived,
+            DomainEvent::MemoryRestored(_) => self.state = MemoryState::Active,
+            DomainEvent::MemoryDeleted(_) => self.state = MemoryState::Deleted,
+            DomainEvent::MemorySuperseded(superseded) => {
+                self.state = MemoryState::Superseded;
+                self.superseded_by = Some(superseded.by);
+            }
+            DomainEvent::MemoryMerged(merged) => {
+                self.state = MemoryState::Superseded;
+                self.superseded_by = Some(merged.into);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::Producer;
+
+    fn created() -> DomainEvent {
+        DomainEvent::MemoryCreated(MemoryCreated {
+            memory_id: MemoryId::new(),
+            kind: MemoryKind::Preference,
+            content: SubjectText::new("likes green tea"),
+            tags: vec!["drinks".into()],
+            confidence: 0.9,
+            importance: 0.85,
+            state: MemoryState::Active,
+            provenance: Provenance {
+                source_event_ids: vec![],
+                producer: Producer::api(),
+            },
+            session: None,
+            agent: None,
+            pii: PiiCounts::new(),
+        })
+    }
+
+    #[test]
+    fn every_event_round_trips_through_its_payload() {
+        let event = created();
+        let decoded = DomainEvent::decode(
+            event.event_type(),
+            event.schema_version(),
+            event.to_payload(),
+        )
+        .unwrap();
+        assert_eq!(decoded, event);
+        assert_eq!(DomainEvent::TYPES.len(), 16);
+    }
+
+    #[test]
+    fn content_is_a_marker_in_the_payload() {
+        let payload = created().to_payload();
+        assert_eq!(payload["content"], serde_json::json!({"$text": "likes green tea"}));
+    }
+
+    #[test]
+    fn old_versions_are_upcast() {
+        let v0 = serde_json::json!({
+            "message_id": "m1",
+            "content": {"$text": "hello"},
+            "timestamp": "2024-01-01T00:00:00Z"
+        });
+        let DomainEvent::MessageReceived(message) =
+            DomainEvent::decode("MessageReceived", 0, v0).unwrap()
+        else {
+            panic!("wrong variant");
+        };
+        assert_eq!(message.role, Role::User);
+    }
+
+    #[test]
+    fn future_versions_and_unknown_types_are_refused() {
+        let payload = created().to_payload();
+        assert!(matches!(
+            DomainEvent::decode("MemoryCreated", 99, payload.clone()),
+            Err(EventDecodeError::FutureVersion { found: 99, .. })
+        ));
+        assert!(matches!(
+            DomainEvent::decode("MemoryTeleported", 1, payload),
+            Err(EventDecodeError::UnknownType(_))
+        ));
+    }
+
+    #[test]
+    fn folding_applies_revisions_and_state_changes() {
+        let subject = SubjectId::parse("s1").unwrap();
+        let now = Utc::now();
+        let revised = DomainEvent::MemoryRevised(MemoryRevised {
+            content: Some(SubjectText::new("likes oolong tea")),
+            tags: Some(vec!["tea".into()]),
+            ..Default::default()
+        });
+        let deleted = DomainEvent::MemoryDeleted(MemoryStateChanged::default());
+        let created = created();
+        let memory = Memory::fold(
+            &subject,
+            [(&created, 1, now), (&revised, 2, now), (&deleted, 3, now)],
+        )
+        .unwrap();
+        assert_eq!(memory.content.as_text(), Some("likes oolong tea"));
+        assert_eq!(memory.tags, vec!["tea".to_owned()]);
+        assert_eq!(memory.state, MemoryState::Deleted);
+        assert_eq!(memory.version, 3);
+        assert_eq!(memory.kind, MemoryKind::Preference);
+    }
+}

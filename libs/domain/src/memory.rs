@@ -1,0 +1,164 @@
+//! The memory model and the policy numbers that come from the design notes.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{AgentId, EventId, MemoryId, SessionId, SubjectId};
+use crate::text::SubjectText;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    Fact,
+    Preference,
+    Decision,
+    Rule,
+    Status,
+}
+
+impl MemoryKind {
+    pub const ALL: [MemoryKind; 5] = [
+        MemoryKind::Fact,
+        MemoryKind::Preference,
+        MemoryKind::Decision,
+        MemoryKind::Rule,
+        MemoryKind::Status,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryKind::Fact => "fact",
+            MemoryKind::Preference => "preference",
+            MemoryKind::Decision => "decision",
+            MemoryKind::Rule => "rule",
+            MemoryKind::Status => "status",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == raw)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryState {
+    Active,
+    PendingReview,
+    Archived,
+    Superseded,
+    Deleted,
+}
+
+impl MemoryState {
+    pub const ALL: [MemoryState; 5] = [
+        MemoryState::Active,
+        MemoryState::PendingReview,
+        MemoryState::Archived,
+        MemoryState::Superseded,
+        MemoryState::Deleted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryState::Active => "active",
+            MemoryState::PendingReview => "pending_review",
+            MemoryState::Archived => "archived",
+            MemoryState::Superseded => "superseded",
+            MemoryState::Deleted => "deleted",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == raw)
+    }
+}
+
+/// Who produced a memory: a person through the API, or a consolidation
+/// strategy with its version (and, later, model and prompt version).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Producer {
+    /// `api`, `rules`, `llm`.
+    pub strategy: String,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_version: Option<String>,
+}
+
+impl Producer {
+    pub fn api() -> Self {
+        Producer {
+            strategy: "api".to_owned(),
+            version: "1".to_owned(),
+            model: None,
+            prompt_version: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The message events the memory came from (empty for a direct write).
+    pub source_event_ids: Vec<EventId>,
+    pub producer: Producer,
+}
+
+/// Importance from confidence and kind (seed 000): `0.3 + 0.5·confidence`,
+/// +0.1 for a preference, +0.05 for a decision, clamped to [0, 1].
+pub fn importance_for(confidence: f32, kind: MemoryKind) -> f32 {
+    let bonus = match kind {
+        MemoryKind::Preference => 0.1,
+        MemoryKind::Decision => 0.05,
+        _ => 0.0,
+    };
+    (0.3 + 0.5 * confidence.clamp(0.0, 1.0) + bonus).clamp(0.0, 1.0)
+}
+
+/// A memory as of some version: the fold of its stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Memory {
+    pub id: MemoryId,
+    pub subject: SubjectId,
+    pub kind: MemoryKind,
+    pub content: SubjectText,
+    pub tags: Vec<String>,
+    pub confidence: f32,
+    pub importance: f32,
+    pub state: MemoryState,
+    /// The stream version of the last event applied (1 after creation).
+    pub version: u64,
+    pub provenance: Provenance,
+    pub session: Option<SessionId>,
+    pub agent: Option<AgentId>,
+    pub reinforcements: u32,
+    pub superseded_by: Option<MemoryId>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn importance_follows_the_formula() {
+        assert!((importance_for(0.8, MemoryKind::Fact) - 0.7).abs() < 1e-6);
+        assert!((importance_for(0.8, MemoryKind::Preference) - 0.8).abs() < 1e-6);
+        assert!((importance_for(0.8, MemoryKind::Decision) - 0.75).abs() < 1e-6);
+        assert!((importance_for(1.0, MemoryKind::Preference) - 0.9).abs() < 1e-6);
+        assert!((importance_for(7.0, MemoryKind::Preference) - 0.9).abs() < 1e-6);
+    }
+
+    #[test]
+    fn kinds_and_states_parse_their_names() {
+        for kind in MemoryKind::ALL {
+            assert_eq!(MemoryKind::parse(kind.as_str()), Some(kind));
+        }
+        for state in MemoryState::ALL {
+            assert_eq!(MemoryState::parse(state.as_str()), Some(state));
+        }
+        assert_eq!(MemoryKind::parse("opinion"), None);
+    }
+}
