@@ -1,0 +1,154 @@
+//! The event log port ([`EventStore`]), its SQLite adapter and the contract
+//! suite every adapter runs.
+//!
+//! The log is the source of truth: append-only (the database itself refuses
+//! UPDATE and DELETE), optimistic concurrency per stream, idempotent on
+//! `event_id`, and a global position that gives commit order. Every call
+//! takes a tenant except [`EventStore::read_all`], which only the relay and
+//! projection rebuilds use.
+//!
+//! The store refuses a payload that still holds clear subject text: sealing
+//! happens before an append, never after.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use mnemo_domain::{EventId, NewEvent, RecordedEvent, SubjectId, TenantId};
+
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+#[cfg(feature = "testsuite")]
+pub mod testsuite;
+
+/// What the writer believes the stream's version is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpectedVersion {
+    /// No check: append at the end (conversation streams).
+    Any,
+    /// The stream must not exist yet.
+    NoStream,
+    /// The stream's last event must have this version.
+    Exact(u64),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendedEvent {
+    pub event_id: EventId,
+    pub global_position: i64,
+    pub stream_version: u64,
+    /// True when the event was already in the log (an idempotent retry).
+    pub duplicate: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendResult {
+    pub events: Vec<AppendedEvent>,
+    /// The stream's version after the append.
+    pub stream_version: u64,
+}
+
+/// Filters for the audit query; all optional and combined with AND.
+#[derive(Debug, Clone, Default)]
+pub struct EventQuery {
+    pub subject: Option<SubjectId>,
+    pub actor: Option<String>,
+    pub event_types: Vec<String>,
+    pub stream_id: Option<String>,
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    /// Keyset cursor: only events after this position.
+    pub after_position: Option<i64>,
+    pub limit: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EventStoreError {
+    #[error("stream {stream_id} is at version {actual}, expected {expected:?}")]
+    Conflict {
+        stream_id: String,
+        expected: ExpectedVersion,
+        actual: u64,
+    },
+    #[error("event id {0} already exists in another stream or tenant")]
+    EventIdTaken(EventId),
+    #[error("payload of {event_type} holds clear subject text: seal it before appending")]
+    UnsealedPayload { event_type: String },
+    #[error("an append needs at least one event")]
+    EmptyAppend,
+    #[error("stored event is corrupt: {0}")]
+    Corrupt(String),
+    #[error("event store backend failed: {0}")]
+    Backend(String),
+}
+
+impl EventStoreError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            EventStoreError::Conflict { .. } => "version_conflict",
+            EventStoreError::EventIdTaken(_) => "event_id_taken",
+            EventStoreError::UnsealedPayload { .. } => "unsealed_payload",
+            EventStoreError::EmptyAppend => "empty_append",
+            EventStoreError::Corrupt(_) => "corrupt_event",
+            EventStoreError::Backend(_) => "event_store_unavailable",
+        }
+    }
+}
+
+#[async_trait]
+pub trait EventStore: Send + Sync + 'static {
+    /// Appends events to one stream atomically. Events whose id is already in
+    /// the log are reported as duplicates and not written again; if every
+    /// event is a duplicate the call succeeds whatever `expected` says, so a
+    /// retried request is harmless.
+    async fn append(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<AppendResult, EventStoreError>;
+
+    /// A stream's events in version order (empty when it does not exist).
+    async fn read_stream(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError>;
+
+    /// Every event about a subject, in log order.
+    async fn read_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError>;
+
+    /// One event by id, within the tenant.
+    async fn get_event(
+        &self,
+        tenant: &TenantId,
+        event_id: &EventId,
+    ) -> Result<Option<RecordedEvent>, EventStoreError>;
+
+    /// The tenant's events matching the query, in log order.
+    async fn query(
+        &self,
+        tenant: &TenantId,
+        query: &EventQuery,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError>;
+
+    /// All tenants' events after a position, in commit order, without gaps.
+    /// System use only: the relay and projection rebuilds.
+    async fn read_all(
+        &self,
+        after_position: i64,
+        limit: u32,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError>;
+
+    /// The highest committed position (0 for an empty log).
+    async fn head_position(&self) -> Result<i64, EventStoreError>;
+
+    /// Returns once the head is past `after_position` or the timeout passed,
+    /// so the relay can sleep without polling hard.
+    async fn wait_for_append(&self, after_position: i64, timeout: Duration);
+}

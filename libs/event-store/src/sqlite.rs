@@ -1,0 +1,435 @@
+//! SQLite adapter: one database file holds the log, the subject keys, the bus
+//! and the read models of the embedded mode.
+//!
+//! SQLite runs one write transaction at a time, so positions are assigned in
+//! commit order and a reader can never see position N+1 before N: the relay
+//! is gap-free without the xmin trick PostgreSQL needs. Writes in this process
+//! are also serialized by a mutex so they never wait on SQLITE_BUSY.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeZone, Utc};
+use mnemo_domain::{
+    contains_clear_text, EventId, EventMetadata, NewEvent, RecordedEvent, SubjectId, TenantId,
+};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Row, SqlitePool};
+use tokio::sync::{watch, Mutex};
+
+use crate::{
+    AppendResult, AppendedEvent, EventQuery, EventStore, EventStoreError, ExpectedVersion,
+};
+
+/// Opens (creating if needed) the embedded database and applies migrations.
+///
+/// `secure_delete` makes SQLite zero the bytes of deleted rows, so an erased
+/// subject's key and plaintext projections do not linger in free pages.
+pub async fn connect(path: &Path) -> Result<SqlitePool, sqlx::Error> {
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(10))
+        .foreign_keys(true)
+        .pragma("secure_delete", "ON");
+    let pool = SqlitePoolOptions::new()
+        .max_connections(8)
+        .connect_with(options)
+        .await?;
+    migrate(&pool).await?;
+    Ok(pool)
+}
+
+/// Applies the SQLite migrations under `migrations/sqlite/`.
+pub async fn migrate(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+    sqlx::migrate!("../../migrations/sqlite")
+        .run(pool)
+        .await
+        .map_err(|e| sqlx::Error::Migrate(Box::new(e)))
+}
+
+/// Shrinks the write-ahead log to nothing, so deleted pages do not survive in
+/// it (called after an erasure).
+pub async fn checkpoint_truncate(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(pool)
+        .await
+        .map(|_| ())
+}
+
+#[derive(Clone)]
+pub struct SqliteEventStore {
+    pool: SqlitePool,
+    write_lock: Arc<Mutex<()>>,
+    head: Arc<watch::Sender<i64>>,
+}
+
+fn backend(error: sqlx::Error) -> EventStoreError {
+    EventStoreError::Backend(error.to_string())
+}
+
+fn micros(at: DateTime<Utc>) -> i64 {
+    at.timestamp_micros()
+}
+
+const COLUMNS: &str = "global_position, event_id, tenant_id, stream_id, stream_version, \
+     subject_id, event_type, schema_version, payload, metadata, recorded_at";
+
+impl SqliteEventStore {
+    pub async fn new(pool: SqlitePool) -> Result<Self, EventStoreError> {
+        let head: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(global_position), 0) FROM events")
+            .fetch_one(&pool)
+            .await
+            .map_err(backend)?;
+        Ok(SqliteEventStore {
+            pool,
+            write_lock: Arc::new(Mutex::new(())),
+            head: Arc::new(watch::channel(head).0),
+        })
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    fn decode_row(row: &sqlx::sqlite::SqliteRow) -> Result<RecordedEvent, EventStoreError> {
+        let corrupt = |what: &str| EventStoreError::Corrupt(what.to_owned());
+        let event_id: String = row.get("event_id");
+        let tenant: String = row.get("tenant_id");
+        let subject: Option<String> = row.get("subject_id");
+        let payload: String = row.get("payload");
+        let metadata: String = row.get("metadata");
+        let recorded_at: i64 = row.get("recorded_at");
+        let stream_version: i64 = row.get("stream_version");
+        let schema_version: i64 = row.get("schema_version");
+        Ok(RecordedEvent {
+            global_position: row.get("global_position"),
+            event_id: EventId::parse(&event_id).map_err(|_| corrupt("event_id"))?,
+            tenant: TenantId::parse(tenant).map_err(|_| corrupt("tenant_id"))?,
+            stream_id: row.get("stream_id"),
+            stream_version: stream_version as u64,
+            subject: subject
+                .map(SubjectId::parse)
+                .transpose()
+                .map_err(|_| corrupt("subject_id"))?,
+            event_type: row.get("event_type"),
+            schema_version: u16::try_from(schema_version).map_err(|_| corrupt("schema_version"))?,
+            payload: serde_json::from_str(&payload).map_err(|_| corrupt("payload"))?,
+            metadata: serde_json::from_str::<EventMetadata>(&metadata)
+                .map_err(|_| corrupt("metadata"))?,
+            recorded_at: Utc
+                .timestamp_micros(recorded_at)
+                .single()
+                .ok_or_else(|| corrupt("recorded_at"))?,
+        })
+    }
+
+    fn decode_rows(
+        rows: Vec<sqlx::sqlite::SqliteRow>,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        rows.iter().map(Self::decode_row).collect()
+    }
+}
+
+#[async_trait]
+impl EventStore for SqliteEventStore {
+    async fn append(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<AppendResult, EventStoreError> {
+        if events.is_empty() {
+            return Err(EventStoreError::EmptyAppend);
+        }
+        if let Some(event) = events.iter().find(|e| contains_clear_text(&e.payload)) {
+            return Err(EventStoreError::UnsealedPayload {
+                event_type: event.event_type.clone(),
+            });
+        }
+        let _guard = self.write_lock.lock().await;
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+
+        let mut existing = Vec::with_capacity(events.len());
+        for event in &events {
+            let row = sqlx::query(
+                "SELECT tenant_id, stream_id, global_position, stream_version FROM events WHERE event_id = ?",
+            )
+            .bind(event.event_id.to_string())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend)?;
+            let found = match row {
+                Some(row) => {
+                    let row_tenant: String = row.get("tenant_id");
+                    let row_stream: String = row.get("stream_id");
+                    if row_tenant != tenant.as_str() || row_stream != stream_id {
+                        return Err(EventStoreError::EventIdTaken(event.event_id));
+                    }
+                    let position: i64 = row.get("global_position");
+                    let version: i64 = row.get("stream_version");
+                    Some((position, version as u64))
+                }
+                None => None,
+            };
+            existing.push(found);
+        }
+
+        let current: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE tenant_id = ? AND stream_id = ?",
+        )
+        .bind(tenant.as_str())
+        .bind(stream_id)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(backend)?;
+        let current = current as u64;
+
+        let all_duplicates = existing.iter().all(Option::is_some);
+        if all_duplicates {
+            let events = events
+                .iter()
+                .zip(&existing)
+                .map(|(event, found)| {
+                    let (position, version) = found.expect("checked above");
+                    AppendedEvent {
+                        event_id: event.event_id,
+                        global_position: position,
+                        stream_version: version,
+                        duplicate: true,
+                    }
+                })
+                .collect();
+            return Ok(AppendResult {
+                events,
+                stream_version: current,
+            });
+        }
+
+        let conflict = || EventStoreError::Conflict {
+            stream_id: stream_id.to_owned(),
+            expected,
+            actual: current,
+        };
+        let some_duplicates = existing.iter().any(Option::is_some);
+        match expected {
+            ExpectedVersion::Any => {}
+            // A partial retry under a version check cannot be told apart from
+            // a racing writer: refuse rather than guess.
+            _ if some_duplicates => return Err(conflict()),
+            ExpectedVersion::NoStream if current != 0 => return Err(conflict()),
+            ExpectedVersion::Exact(version) if version != current => return Err(conflict()),
+            _ => {}
+        }
+
+        let now = micros(Utc::now());
+        let mut version = current;
+        let mut appended = Vec::with_capacity(events.len());
+        for (event, found) in events.iter().zip(&existing) {
+            if let Some((position, existing_version)) = found {
+                appended.push(AppendedEvent {
+                    event_id: event.event_id,
+                    global_position: *position,
+                    stream_version: *existing_version,
+                    duplicate: true,
+                });
+                continue;
+            }
+            version += 1;
+            let metadata = serde_json::to_string(&event.metadata)
+                .map_err(|e| EventStoreError::Corrupt(e.to_string()))?;
+            let position: i64 = sqlx::query_scalar(
+                "INSERT INTO events (event_id, tenant_id, stream_id, stream_version, subject_id, \
+                 event_type, schema_version, actor, payload, metadata, recorded_at) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING global_position",
+            )
+            .bind(event.event_id.to_string())
+            .bind(tenant.as_str())
+            .bind(stream_id)
+            .bind(version as i64)
+            .bind(event.subject.as_ref().map(SubjectId::as_str))
+            .bind(&event.event_type)
+            .bind(i64::from(event.schema_version))
+            .bind(&event.metadata.actor)
+            .bind(event.payload.to_string())
+            .bind(metadata)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|error| match &error {
+                sqlx::Error::Database(db) if db.is_unique_violation() => conflict(),
+                _ => backend(error),
+            })?;
+            appended.push(AppendedEvent {
+                event_id: event.event_id,
+                global_position: position,
+                stream_version: version,
+                duplicate: false,
+            });
+        }
+        tx.commit().await.map_err(backend)?;
+        if let Some(last) = appended.iter().map(|e| e.global_position).max() {
+            self.head.send_if_modified(|head| {
+                let moved = last > *head;
+                if moved {
+                    *head = last;
+                }
+                moved
+            });
+        }
+        Ok(AppendResult {
+            events: appended,
+            stream_version: version,
+        })
+    }
+
+    async fn read_stream(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM events WHERE tenant_id = ? AND stream_id = ? ORDER BY stream_version"
+        ))
+        .bind(tenant.as_str())
+        .bind(stream_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        Self::decode_rows(rows)
+    }
+
+    async fn read_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM events WHERE tenant_id = ? AND subject_id = ? ORDER BY global_position"
+        ))
+        .bind(tenant.as_str())
+        .bind(subject.as_str())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        Self::decode_rows(rows)
+    }
+
+    async fn get_event(
+        &self,
+        tenant: &TenantId,
+        event_id: &EventId,
+    ) -> Result<Option<RecordedEvent>, EventStoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM events WHERE tenant_id = ? AND event_id = ?"
+        ))
+        .bind(tenant.as_str())
+        .bind(event_id.to_string())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend)?;
+        row.as_ref().map(Self::decode_row).transpose()
+    }
+
+    async fn query(
+        &self,
+        tenant: &TenantId,
+        query: &EventQuery,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        let mut builder =
+            sqlx::QueryBuilder::new(format!("SELECT {COLUMNS} FROM events WHERE tenant_id = "));
+        builder.push_bind(tenant.as_str());
+        if let Some(subject) = &query.subject {
+            builder.push(" AND subject_id = ").push_bind(subject.as_str());
+        }
+        if let Some(actor) = &query.actor {
+            builder.push(" AND actor = ").push_bind(actor.clone());
+        }
+        if let Some(stream_id) = &query.stream_id {
+            builder.push(" AND stream_id = ").push_bind(stream_id.clone());
+        }
+        if !query.event_types.is_empty() {
+            builder.push(" AND event_type IN (");
+            let mut separated = builder.separated(", ");
+            for event_type in &query.event_types {
+                separated.push_bind(event_type.clone());
+            }
+            builder.push(")");
+        }
+        if let Some(from) = query.from {
+            builder.push(" AND recorded_at >= ").push_bind(micros(from));
+        }
+        if let Some(to) = query.to {
+            builder.push(" AND recorded_at < ").push_bind(micros(to));
+        }
+        if let Some(after) = query.after_position {
+            builder.push(" AND global_position > ").push_bind(after);
+        }
+        builder
+            .push(" ORDER BY global_position LIMIT ")
+            .push_bind(i64::from(query.limit.max(1)));
+        let rows = builder
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        Self::decode_rows(rows)
+    }
+
+    async fn read_all(
+        &self,
+        after_position: i64,
+        limit: u32,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?"
+        ))
+        .bind(after_position)
+        .bind(i64::from(limit.max(1)))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        Self::decode_rows(rows)
+    }
+
+    async fn head_position(&self) -> Result<i64, EventStoreError> {
+        sqlx::query_scalar("SELECT COALESCE(MAX(global_position), 0) FROM events")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(backend)
+    }
+
+    async fn wait_for_append(&self, after_position: i64, timeout: Duration) {
+        let mut receiver = self.head.subscribe();
+        let _ = tokio::time::timeout(timeout, receiver.wait_for(|head| *head > after_position))
+            .await;
+    }
+}
+
+/// Opens the database at `path` and returns the event store over it.
+pub async fn open(path: &Path) -> Result<SqliteEventStore, EventStoreError> {
+    let pool = connect(path).await.map_err(backend)?;
+    SqliteEventStore::new(pool).await
+}
+
+impl FromStr for ExpectedVersion {
+    type Err = std::num::ParseIntError;
+    /// `*` → Any, `0` → NoStream, `n` → Exact(n) (for If-Match style headers).
+    fn from_str(raw: &str) -> Result<Self, Self::Err> {
+        if raw == "*" {
+            return Ok(ExpectedVersion::Any);
+        }
+        let version: u64 = raw.parse()?;
+        Ok(if version == 0 {
+            ExpectedVersion::NoStream
+        } else {
+            ExpectedVersion::Exact(version)
+        })
+    }
+}

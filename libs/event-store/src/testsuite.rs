@@ -1,0 +1,375 @@
+//! The contract every `EventStore` adapter must honour. Each case takes an
+//! `open` function that opens the SAME storage each time it is called (a new
+//! instance is how a restart is simulated); [`event_store_contract_tests!`]
+//! turns the cases into one test each for an adapter.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use chrono::{Duration, Utc};
+use mnemo_domain::{EventId, EventMetadata, NewEvent, SubjectId, TenantId};
+use serde_json::json;
+
+use crate::{EventQuery, EventStore, EventStoreError, ExpectedVersion};
+
+pub fn tenant(name: &str) -> TenantId {
+    TenantId::parse(name).unwrap()
+}
+
+pub fn subject(name: &str) -> SubjectId {
+    SubjectId::parse(name).unwrap()
+}
+
+/// A sealed-looking event (the store must not care what the ciphertext is).
+pub fn event(event_type: &str, subject: Option<&SubjectId>, actor: &str) -> NewEvent {
+    NewEvent {
+        event_id: EventId::new(),
+        event_type: event_type.to_owned(),
+        schema_version: 1,
+        subject: subject.cloned(),
+        payload: json!({"content": {"$sealed": {"kid": "k1", "ct": "AAAA"}}, "n": 1}),
+        metadata: EventMetadata {
+            actor: actor.to_owned(),
+            correlation_id: Some("corr-1".into()),
+            causation_id: None,
+            traceparent: None,
+        },
+    }
+}
+
+pub async fn appends_and_reads_a_stream_in_order<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    let store = open().await;
+    let t = tenant("t1");
+    let s = subject("s1");
+    let events: Vec<_> = (0..3).map(|_| event("MessageReceived", Some(&s), "alice")).collect();
+    let ids: Vec<_> = events.iter().map(|e| e.event_id).collect();
+    let result = store
+        .append(&t, "conversation-s1", ExpectedVersion::NoStream, events)
+        .await
+        .unwrap();
+    assert_eq!(result.stream_version, 3);
+    assert!(result.events.iter().all(|e| !e.duplicate));
+    let stream = store.read_stream(&t, "conversation-s1").await.unwrap();
+    assert_eq!(stream.iter().map(|e| e.event_id).collect::<Vec<_>>(), ids);
+    assert_eq!(
+        stream.iter().map(|e| e.stream_version).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
+    assert!(stream
+        .windows(2)
+        .all(|w| w[0].global_position < w[1].global_position));
+    assert_eq!(stream[0].metadata.actor, "alice");
+    assert_eq!(stream[0].metadata.correlation_id.as_deref(), Some("corr-1"));
+    assert_eq!(stream[0].subject.as_ref(), Some(&s));
+    assert_eq!(stream[0].payload["content"]["$sealed"]["kid"], "k1");
+    assert!(store.read_stream(&t, "missing").await.unwrap().is_empty());
+}
+
+pub async fn refuses_a_stale_expected_version<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    let store = open().await;
+    let t = tenant("t1");
+    store
+        .append(&t, "memory-1", ExpectedVersion::NoStream, vec![event("MemoryCreated", None, "a")])
+        .await
+        .unwrap();
+    let again = store
+        .append(&t, "memory-1", ExpectedVersion::NoStream, vec![event("MemoryCreated", None, "a")])
+        .await;
+    assert!(matches!(again, Err(EventStoreError::Conflict { actual: 1, .. })));
+    let stale = store
+        .append(&t, "memory-1", ExpectedVersion::Exact(5), vec![event("MemoryRevised", None, "a")])
+        .await;
+    assert!(matches!(stale, Err(EventStoreError::Conflict { .. })));
+    let ok = store
+        .append(&t, "memory-1", ExpectedVersion::Exact(1), vec![event("MemoryRevised", None, "a")])
+        .await
+        .unwrap();
+    assert_eq!(ok.stream_version, 2);
+    assert_eq!(store.read_stream(&t, "memory-1").await.unwrap().len(), 2);
+}
+
+pub async fn concurrent_writers_with_the_same_expectation_one_wins<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    let store = open().await;
+    let t = tenant("t1");
+    store
+        .append(&t, "memory-2", ExpectedVersion::NoStream, vec![event("MemoryCreated", None, "a")])
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let store = store.clone();
+        let t = t.clone();
+        tasks.push(tokio::spawn(async move {
+            store
+                .append(&t, "memory-2", ExpectedVersion::Exact(1), vec![event("MemoryRevised", None, "a")])
+                .await
+        }));
+    }
+    let mut wins = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(_) => wins += 1,
+            Err(EventStoreError::Conflict { .. }) => {}
+            Err(other) => panic!("unexpected error {other}"),
+        }
+    }
+    assert_eq!(wins, 1);
+    assert_eq!(store.read_stream(&t, "memory-2").await.unwrap().len(), 2);
+}
+
+pub async fn append_is_idempotent_on_event_id<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    let store = open().await;
+    let t = tenant("t1");
+    let first = event("MessageReceived", None, "a");
+    let second = event("MessageReceived", None, "a");
+    let original = store
+        .append(&t, "conversation-x", ExpectedVersion::Any, vec![first.clone()])
+        .await
+        .unwrap();
+    // A full retry succeeds even with a version check that no longer holds.
+    let retry = store
+        .append(&t, "conversation-x", ExpectedVersion::NoStream, vec![first.clone()])
+        .await
+        .unwrap();
+    assert!(retry.events[0].duplicate);
+    assert_eq!(retry.events[0].global_position, original.events[0].global_position);
+    // A batch mixing old and new writes only the new one.
+    let mixed = store
+        .append(&t, "conversation-x", ExpectedVersion::Any, vec![first.clone(), second.clone()])
+        .await
+        .unwrap();
+    assert!(mixed.events[0].duplicate);
+    assert!(!mixed.events[1].duplicate);
+    assert_eq!(store.read_stream(&t, "conversation-x").await.unwrap().len(), 2);
+    // The same id in another stream or tenant is not silently accepted.
+    let elsewhere = store
+        .append(&t, "conversation-y", ExpectedVersion::Any, vec![first.clone()])
+        .await;
+    assert!(matches!(elsewhere, Err(EventStoreError::EventIdTaken(_))));
+    let other_tenant = store
+        .append(&tenant("t2"), "conversation-x", ExpectedVersion::Any, vec![first])
+        .await;
+    assert!(matches!(other_tenant, Err(EventStoreError::EventIdTaken(_))));
+}
+
+pub async fn read_all_is_in_commit_order_without_gaps<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    let store = open().await;
+    let start = store.head_position().await.unwrap();
+    let mut expected = Vec::new();
+    for i in 0..10 {
+        let t = tenant(if i % 2 == 0 { "t1" } else { "t2" });
+        let e = event("MessageReceived", None, "a");
+        expected.push(e.event_id);
+        store
+            .append(&t, &format!("s-{}", i % 3), ExpectedVersion::Any, vec![e])
+            .await
+            .unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut after = start;
+    loop {
+        let page = store.read_all(after, 3).await.unwrap();
+        if page.is_empty() {
+            break;
+        }
+        for e in &page {
+            assert!(e.global_position > after, "positions increase");
+            after = e.global_position;
+            seen.push(e.event_id);
+        }
+    }
+    assert_eq!(seen, expected);
+    assert_eq!(store.head_position().await.unwrap(), after);
+}
+
+pub async fn tenants_are_isolated<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    let store = open().await;
+    let a = tenant("tenant-a");
+    let b = tenant("tenant-b");
+    let s = subject("shared-subject");
+    let e = event("MessageReceived", Some(&s), "alice");
+    let id = e.event_id;
+    store
+        .append(&a, "conversation-shared-subject", ExpectedVersion::Any, vec![e])
+        .await
+        .unwrap();
+    assert!(store
+        .read_stream(&b, "conversation-shared-subject")
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store.read_subject(&b, &s).await.unwrap().is_empty());
+    assert!(store.get_event(&b, &id).await.unwrap().is_none());
+    let query = EventQuery {
+        limit: 100,
+        ..Default::default()
+    };
+    assert!(store.query(&b, &query).await.unwrap().is_empty());
+    // B's stream of the same name is its own, starting at version 1.
+    let result = store
+        .append(&b, "conversation-shared-subject", ExpectedVersion::NoStream, vec![event("MessageReceived", Some(&s), "bob")])
+        .await
+        .unwrap();
+    assert_eq!(result.stream_version, 1);
+    assert_eq!(store.read_subject(&a, &s).await.unwrap().len(), 1);
+    assert!(store.get_event(&a, &id).await.unwrap().is_some());
+}
+
+pub async fn survives_a_restart<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    let t = tenant("t1");
+    let e = event("MessageReceived", None, "a");
+    let id = e.event_id;
+    {
+        let store = open().await;
+        store
+            .append(&t, "memory-r", ExpectedVersion::NoStream, vec![e])
+            .await
+            .unwrap();
+    }
+    let store = open().await;
+    let stream = store.read_stream(&t, "memory-r").await.unwrap();
+    assert_eq!(stream.len(), 1);
+    assert_eq!(stream[0].event_id, id);
+    assert!(store.head_position().await.unwrap() >= stream[0].global_position);
+    let next = store
+        .append(&t, "memory-r", ExpectedVersion::Exact(1), vec![event("MemoryRevised", None, "a")])
+        .await
+        .unwrap();
+    assert_eq!(next.stream_version, 2);
+    assert!(next.events[0].global_position > stream[0].global_position);
+}
+
+pub async fn refuses_unsealed_subject_text<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    let store = open().await;
+    let t = tenant("t1");
+    let mut e = event("MessageReceived", None, "a");
+    e.payload = json!({"content": {"$text": "my secret"}});
+    let result = store
+        .append(&t, "conversation-u", ExpectedVersion::Any, vec![e])
+        .await;
+    assert!(matches!(result, Err(EventStoreError::UnsealedPayload { .. })));
+    assert!(store.read_stream(&t, "conversation-u").await.unwrap().is_empty());
+}
+
+pub async fn queries_filter_and_page<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    let store = open().await;
+    let t = tenant("t1");
+    let s1 = subject("s1");
+    let s2 = subject("s2");
+    store
+        .append(&t, "a", ExpectedVersion::Any, vec![
+            event("MessageReceived", Some(&s1), "alice"),
+            event("MemoryCreated", Some(&s1), "bob"),
+            event("MessageReceived", Some(&s2), "alice"),
+        ])
+        .await
+        .unwrap();
+    let base = EventQuery {
+        limit: 100,
+        ..Default::default()
+    };
+    let by_subject = store
+        .query(&t, &EventQuery { subject: Some(s1.clone()), ..base.clone() })
+        .await
+        .unwrap();
+    assert_eq!(by_subject.len(), 2);
+    let by_actor = store
+        .query(&t, &EventQuery { actor: Some("alice".into()), ..base.clone() })
+        .await
+        .unwrap();
+    assert_eq!(by_actor.len(), 2);
+    let by_type = store
+        .query(&t, &EventQuery { event_types: vec!["MemoryCreated".into()], ..base.clone() })
+        .await
+        .unwrap();
+    assert_eq!(by_type.len(), 1);
+    assert_eq!(by_type[0].metadata.actor, "bob");
+    let future = store
+        .query(&t, &EventQuery { from: Some(Utc::now() + Duration::hours(1)), ..base.clone() })
+        .await
+        .unwrap();
+    assert!(future.is_empty());
+    let past = store
+        .query(&t, &EventQuery { to: Some(Utc::now() + Duration::hours(1)), from: Some(Utc::now() - Duration::hours(1)), ..base.clone() })
+        .await
+        .unwrap();
+    assert_eq!(past.len(), 3);
+    let page1 = store
+        .query(&t, &EventQuery { limit: 2, ..base.clone() })
+        .await
+        .unwrap();
+    assert_eq!(page1.len(), 2);
+    let page2 = store
+        .query(&t, &EventQuery { after_position: Some(page1[1].global_position), ..base })
+        .await
+        .unwrap();
+    assert_eq!(page2.len(), 1);
+    assert_eq!(page2[0].subject.as_ref(), Some(&s2));
+}
+
+/// Expands to one `#[tokio::test]` per contract case. `$open` is an async
+/// closure-like expression `|| async { ... }` returning `Arc<dyn EventStore>`
+/// over storage that is fresh per test but the same across calls in a test;
+/// `$setup` runs once per test and is in scope for `$open` as `state`.
+#[macro_export]
+macro_rules! event_store_contract_tests {
+    (setup: $setup:expr, open: $open:expr) => {
+        $crate::event_store_contract_tests!(@cases $setup, $open;
+            appends_and_reads_a_stream_in_order,
+            refuses_a_stale_expected_version,
+            concurrent_writers_with_the_same_expectation_one_wins,
+            append_is_idempotent_on_event_id,
+            read_all_is_in_commit_order_without_gaps,
+            tenants_are_isolated,
+            survives_a_restart,
+            refuses_unsealed_subject_text,
+            queries_filter_and_page,
+        );
+    };
+    (@cases $setup:expr, $open:expr; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let state = std::sync::Arc::new($setup.await);
+                let open = $open;
+                $crate::testsuite::$case(|| open(state.clone())).await;
+            }
+        )*
+    };
+}
