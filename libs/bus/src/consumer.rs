@@ -1,0 +1,148 @@
+//! The consumer loop every service runs: poll, decode, handle with retries,
+//! commit only after success. A record that keeps failing goes to the
+//! dead-letter topic with its error, and consumption continues.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mnemo_domain::RecordedEvent;
+
+use crate::{topics, Bus, Delivery, EventEnvelope, OutgoingRecord, Subscription};
+
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    /// Worth another try (a store was busy, a dependency timed out).
+    #[error("retryable: {0}")]
+    Retryable(String),
+    /// Will never succeed (a payload that cannot be decoded).
+    #[error("permanent: {0}")]
+    Permanent(String),
+}
+
+#[async_trait]
+pub trait EventHandler: Send + Sync + 'static {
+    /// Must be idempotent on `event.event_id`: delivery is at least once.
+    async fn handle(&self, event: &RecordedEvent) -> Result<(), HandlerError>;
+}
+
+#[derive(Debug, Clone)]
+pub struct ConsumerOptions {
+    pub group: String,
+    pub topics: Vec<String>,
+    pub max_attempts: u32,
+    pub first_backoff: Duration,
+    pub poll_timeout: Duration,
+}
+
+impl ConsumerOptions {
+    pub fn new(group: &str, topics: &[&str]) -> Self {
+        ConsumerOptions {
+            group: group.to_owned(),
+            topics: topics.iter().map(|t| (*t).to_owned()).collect(),
+            max_attempts: 5,
+            first_backoff: Duration::from_millis(50),
+            poll_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+async fn dead_letter(bus: &dyn Bus, group: &str, delivery: &Delivery, error: &str) {
+    let mut headers = delivery.headers.clone();
+    headers.extend([
+        ("dead_letter.error".to_owned(), error.to_owned()),
+        ("dead_letter.group".to_owned(), group.to_owned()),
+        ("dead_letter.topic".to_owned(), delivery.topic.clone()),
+        (
+            "dead_letter.position".to_owned(),
+            format!("{}/{}", delivery.partition, delivery.offset),
+        ),
+    ]);
+    let record = OutgoingRecord {
+        key: delivery.key.clone(),
+        payload: delivery.payload.clone(),
+        headers,
+    };
+    // Keep trying: committing past a record that reached neither its handler
+    // nor the dead-letter topic would lose it.
+    let mut backoff = Duration::from_millis(100);
+    while let Err(publish_error) = bus.publish(topics::DEAD_LETTERS, vec![record.clone()]).await {
+        tracing::warn!(error = %publish_error, "dead-letter publish failed, retrying");
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(10));
+    }
+}
+
+/// Handles one delivery to completion: success, or dead-lettered.
+async fn process(
+    bus: &dyn Bus,
+    options: &ConsumerOptions,
+    handler: &dyn EventHandler,
+    delivery: &Delivery,
+) {
+    let event: RecordedEvent = match serde_json::from_slice::<EventEnvelope>(&delivery.payload) {
+        Ok(envelope) => envelope.into(),
+        Err(error) => {
+            tracing::error!(group = %options.group, topic = %delivery.topic, offset = delivery.offset, "undecodable bus record");
+            dead_letter(bus, &options.group, delivery, &format!("undecodable envelope: {error}")).await;
+            return;
+        }
+    };
+    let mut backoff = options.first_backoff;
+    let mut attempt = 1;
+    loop {
+        match handler.handle(&event).await {
+            Ok(()) => return,
+            Err(HandlerError::Retryable(error)) if attempt < options.max_attempts => {
+                tracing::warn!(group = %options.group, event_id = %event.event_id, attempt, error = %error, "handler failed, retrying");
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+                attempt += 1;
+            }
+            Err(error) => {
+                tracing::error!(group = %options.group, event_id = %event.event_id, attempt, error = %error, "handler gave up, dead-lettering");
+                dead_letter(bus, &options.group, delivery, &error.to_string()).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Runs a consumer group member until the task is dropped.
+pub async fn run_consumer(
+    bus: Arc<dyn Bus>,
+    options: ConsumerOptions,
+    handler: Arc<dyn EventHandler>,
+) {
+    let topics: Vec<&str> = options.topics.iter().map(String::as_str).collect();
+    let mut backoff = Duration::from_millis(100);
+    let mut subscription: Box<dyn Subscription> = loop {
+        match bus.subscribe(&options.group, &topics).await {
+            Ok(subscription) => break subscription,
+            Err(error) => {
+                tracing::warn!(group = %options.group, error = %error, "subscribe failed, retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+        }
+    };
+    loop {
+        let delivery = match subscription.poll(options.poll_timeout).await {
+            Ok(Some(delivery)) => delivery,
+            Ok(None) => continue,
+            Err(error) => {
+                tracing::warn!(group = %options.group, error = %error, "poll failed, retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(100);
+        process(bus.as_ref(), &options, handler.as_ref(), &delivery).await;
+        while let Err(error) = subscription.commit(&delivery).await {
+            tracing::warn!(group = %options.group, error = %error, "commit failed, retrying");
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(10));
+        }
+    }
+}

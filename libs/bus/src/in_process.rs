@@ -1,0 +1,244 @@
+//! The embedded mode's bus: topics are tables in the SQLite database, so a
+//! record published before a crash is still there after it, and a group's
+//! committed offsets survive restarts. Partitions are chosen by key hash as
+//! Kafka does; one member per consumer group (the embedded mode runs one
+//! instance of each service), and a second member is refused rather than
+//! silently given duplicate deliveries.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use sqlx::{Row, SqlitePool};
+use tokio::sync::watch;
+
+use crate::{Bus, BusError, Delivery, OutgoingRecord, Subscription};
+
+#[derive(Clone)]
+pub struct InProcessBus {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: SqlitePool,
+    partitions: u32,
+    published: watch::Sender<u64>,
+    write_lock: tokio::sync::Mutex<()>,
+    active_groups: Mutex<HashSet<String>>,
+}
+
+fn backend(error: sqlx::Error) -> BusError {
+    BusError::Backend(error.to_string())
+}
+
+/// FNV-1a: stable across processes and releases, unlike std's hasher.
+pub fn partition_for(key: &str, partitions: u32) -> i32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in key.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    (hash % partitions.max(1)) as i32
+}
+
+impl InProcessBus {
+    pub fn new(pool: SqlitePool, partitions: u32) -> Self {
+        InProcessBus {
+            inner: Arc::new(Inner {
+                pool,
+                partitions: partitions.max(1),
+                published: watch::channel(0).0,
+                write_lock: tokio::sync::Mutex::new(()),
+                active_groups: Mutex::new(HashSet::new()),
+            }),
+        }
+    }
+
+    /// Records published to a topic and not yet committed by a group: the
+    /// consumer lag the metrics report.
+    pub async fn lag(&self, group: &str, topic: &str) -> Result<i64, BusError> {
+        sqlx::query_scalar(
+            "SELECT COUNT(*) FROM bus_records r WHERE r.topic = ?1 AND r.\"offset\" >= \
+             COALESCE((SELECT next_offset FROM bus_offsets o WHERE o.group_id = ?2 \
+             AND o.topic = r.topic AND o.partition = r.partition), 0)",
+        )
+        .bind(topic)
+        .bind(group)
+        .fetch_one(&self.inner.pool)
+        .await
+        .map_err(backend)
+    }
+}
+
+#[async_trait]
+impl Bus for InProcessBus {
+    async fn publish(&self, topic: &str, records: Vec<OutgoingRecord>) -> Result<(), BusError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let _guard = self.inner.write_lock.lock().await;
+        let mut tx = self.inner.pool.begin().await.map_err(backend)?;
+        let mut next: HashMap<i32, i64> = HashMap::new();
+        let now = Utc::now().timestamp_micros();
+        for record in records {
+            let partition = partition_for(&record.key, self.inner.partitions);
+            let offset = match next.get(&partition) {
+                Some(offset) => *offset,
+                None => sqlx::query_scalar(
+                    "SELECT COALESCE(MAX(\"offset\") + 1, 0) FROM bus_records WHERE topic = ? AND partition = ?",
+                )
+                .bind(topic)
+                .bind(partition)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(backend)?,
+            };
+            let headers = serde_json::to_string(&record.headers)
+                .map_err(|e| BusError::Backend(e.to_string()))?;
+            sqlx::query(
+                "INSERT INTO bus_records (topic, partition, \"offset\", record_key, payload, headers, published_at) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(topic)
+            .bind(partition)
+            .bind(offset)
+            .bind(&record.key)
+            .bind(&record.payload)
+            .bind(headers)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+            next.insert(partition, offset + 1);
+        }
+        tx.commit().await.map_err(backend)?;
+        self.inner.published.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    async fn subscribe(
+        &self,
+        group: &str,
+        topics: &[&str],
+    ) -> Result<Box<dyn Subscription>, BusError> {
+        {
+            let mut active = self.inner.active_groups.lock().expect("lock poisoned");
+            if !active.insert(group.to_owned()) {
+                return Err(BusError::GroupBusy(group.to_owned()));
+            }
+        }
+        let mut positions = Vec::new();
+        for topic in topics {
+            for partition in 0..self.inner.partitions as i32 {
+                let committed: Option<i64> = sqlx::query_scalar(
+                    "SELECT next_offset FROM bus_offsets WHERE group_id = ? AND topic = ? AND partition = ?",
+                )
+                .bind(group)
+                .bind(*topic)
+                .bind(partition)
+                .fetch_optional(&self.inner.pool)
+                .await
+                .map_err(backend)?;
+                positions.push(((*topic).to_owned(), partition, committed.unwrap_or(0)));
+            }
+        }
+        Ok(Box::new(InProcessSubscription {
+            bus: self.inner.clone(),
+            group: group.to_owned(),
+            positions,
+            cursor: 0,
+            published: self.inner.published.subscribe(),
+        }))
+    }
+}
+
+struct InProcessSubscription {
+    bus: Arc<Inner>,
+    group: String,
+    /// (topic, partition, next offset to deliver).
+    positions: Vec<(String, i32, i64)>,
+    /// Round-robin start, so one busy partition cannot starve the others.
+    cursor: usize,
+    published: watch::Receiver<u64>,
+}
+
+impl Drop for InProcessSubscription {
+    fn drop(&mut self) {
+        if let Ok(mut active) = self.bus.active_groups.lock() {
+            active.remove(&self.group);
+        }
+    }
+}
+
+impl InProcessSubscription {
+    async fn try_next(&mut self) -> Result<Option<Delivery>, BusError> {
+        let count = self.positions.len();
+        for step in 0..count {
+            let index = (self.cursor + step) % count;
+            let (topic, partition, offset) = &self.positions[index];
+            let row = sqlx::query(
+                "SELECT \"offset\", record_key, payload, headers FROM bus_records \
+                 WHERE topic = ? AND partition = ? AND \"offset\" >= ? ORDER BY \"offset\" LIMIT 1",
+            )
+            .bind(topic)
+            .bind(partition)
+            .bind(offset)
+            .fetch_optional(&self.bus.pool)
+            .await
+            .map_err(backend)?;
+            if let Some(row) = row {
+                let found: i64 = row.get("offset");
+                let headers: String = row.get("headers");
+                let delivery = Delivery {
+                    topic: topic.clone(),
+                    partition: *partition,
+                    offset: found,
+                    key: row.get("record_key"),
+                    payload: row.get("payload"),
+                    headers: serde_json::from_str(&headers)
+                        .map_err(|e| BusError::Backend(e.to_string()))?,
+                };
+                self.positions[index].2 = found + 1;
+                self.cursor = (index + 1) % count;
+                return Ok(Some(delivery));
+            }
+        }
+        Ok(None)
+    }
+}
+
+#[async_trait]
+impl Subscription for InProcessSubscription {
+    async fn poll(&mut self, timeout: Duration) -> Result<Option<Delivery>, BusError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            // Mark the current publish count seen before looking, so a publish
+            // that lands between the query and the wait still wakes us.
+            self.published.borrow_and_update();
+            if let Some(delivery) = self.try_next().await? {
+                return Ok(Some(delivery));
+            }
+            match tokio::time::timeout_at(deadline, self.published.changed()).await {
+                Ok(Ok(())) => continue,
+                Ok(Err(_)) | Err(_) => return Ok(None),
+            }
+        }
+    }
+
+    async fn commit(&mut self, delivery: &Delivery) -> Result<(), BusError> {
+        sqlx::query(
+            "INSERT INTO bus_offsets (group_id, topic, partition, next_offset) VALUES (?, ?, ?, ?) \
+             ON CONFLICT (group_id, topic, partition) DO UPDATE SET next_offset = MAX(next_offset, excluded.next_offset)",
+        )
+        .bind(&self.group)
+        .bind(&delivery.topic)
+        .bind(delivery.partition)
+        .bind(delivery.offset + 1)
+        .execute(&self.bus.pool)
+        .await
+        .map_err(backend)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,108 @@
+//! The bus port ([`Bus`]), its in-process adapter, the relay that publishes
+//! the event log to topics, and the consumer loop every service runs.
+//!
+//! Delivery is at least once: the relay may publish an event twice after a
+//! crash, and a consumer commits only after its handler succeeded, so
+//! handlers must be idempotent on `event_id`. Records are keyed by tenant and
+//! subject so one subject's events stay in order on one partition.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+pub mod consumer;
+pub mod envelope;
+#[cfg(feature = "sqlite")]
+pub mod in_process;
+pub mod relay;
+#[cfg(feature = "testsuite")]
+pub mod testsuite;
+
+pub use consumer::{run_consumer, ConsumerOptions, EventHandler, HandlerError};
+pub use envelope::EventEnvelope;
+pub use relay::{CheckpointStore, Relay};
+
+/// Topic names shared by every deployment.
+pub mod topics {
+    /// `MessageReceived`: what the consolidator buffers.
+    pub const MESSAGES: &str = "mnemo.messages";
+    /// Memory, relation and review events: what projections follow.
+    pub const MEMORY_EVENTS: &str = "mnemo.memory-events";
+    /// Profile, export and erasure events.
+    pub const SUBJECT_EVENTS: &str = "mnemo.subject-events";
+    /// Retrieval access signals for the forgetter.
+    pub const ACCESS_SIGNALS: &str = "mnemo.access-signals";
+    /// Records a consumer could not handle, with the error.
+    pub const DEAD_LETTERS: &str = "mnemo.dead-letters";
+
+    pub const ALL: [&str; 5] = [MESSAGES, MEMORY_EVENTS, SUBJECT_EVENTS, ACCESS_SIGNALS, DEAD_LETTERS];
+
+    /// The topic an event type is published to.
+    pub fn for_event_type(event_type: &str) -> &'static str {
+        match event_type {
+            "MessageReceived" => MESSAGES,
+            "ProfileUpdated" | "ExportGenerated" | "ErasureRequested" | "SubjectErased" => {
+                SUBJECT_EVENTS
+            }
+            _ => MEMORY_EVENTS,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutgoingRecord {
+    pub key: String,
+    pub payload: Vec<u8>,
+    pub headers: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub key: String,
+    pub payload: Vec<u8>,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Delivery {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BusError {
+    #[error("consumer group {0} already has a member in this process")]
+    GroupBusy(String),
+    #[error("bus backend failed: {0}")]
+    Backend(String),
+}
+
+#[async_trait]
+pub trait Bus: Send + Sync + 'static {
+    /// Publishes records in order; records with the same key keep their order.
+    async fn publish(&self, topic: &str, records: Vec<OutgoingRecord>) -> Result<(), BusError>;
+
+    /// Joins a consumer group. Without a committed offset the group starts at
+    /// the beginning of each topic.
+    async fn subscribe(
+        &self,
+        group: &str,
+        topics: &[&str],
+    ) -> Result<Box<dyn Subscription>, BusError>;
+}
+
+#[async_trait]
+pub trait Subscription: Send {
+    /// The next record, or None when none arrived within `timeout`.
+    async fn poll(&mut self, timeout: Duration) -> Result<Option<Delivery>, BusError>;
+
+    /// Durably records that this delivery (and everything before it on its
+    /// partition) is handled.
+    async fn commit(&mut self, delivery: &Delivery) -> Result<(), BusError>;
+}

@@ -1,0 +1,156 @@
+//! The Bus contract on the in-process adapter, and the relay and consumer
+//! loop over it with a real SQLite event store.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mnemo_bus::in_process::InProcessBus;
+use mnemo_bus::relay::SqliteCheckpointStore;
+use mnemo_bus::{
+    bus_contract_tests, run_consumer, topics, Bus, ConsumerOptions, EventEnvelope, EventHandler,
+    HandlerError, Relay,
+};
+use mnemo_domain::{EventId, RecordedEvent};
+use mnemo_event_store::sqlite::{self, SqliteEventStore};
+use mnemo_event_store::testsuite::{event, subject, tenant};
+use mnemo_event_store::{EventStore, ExpectedVersion};
+use sqlx::SqlitePool;
+
+struct Db {
+    _dir: tempfile::TempDir,
+    pool: SqlitePool,
+}
+
+async fn db() -> Db {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = sqlite::connect(&dir.path().join("mnemo.db")).await.unwrap();
+    Db { _dir: dir, pool }
+}
+
+async fn open_bus(db: Arc<Db>) -> Arc<dyn Bus> {
+    Arc::new(InProcessBus::new(db.pool.clone(), 3))
+}
+
+bus_contract_tests!(setup: db(), open: open_bus);
+
+#[tokio::test]
+async fn a_second_member_of_a_group_is_refused() {
+    let db = db().await;
+    let bus = InProcessBus::new(db.pool.clone(), 1);
+    let first = bus.subscribe("g", &["t"]).await.unwrap();
+    assert!(bus.subscribe("g", &["t"]).await.is_err());
+    drop(first);
+    assert!(bus.subscribe("g", &["t"]).await.is_ok());
+}
+
+async fn store_and_bus(db: &Db) -> (Arc<SqliteEventStore>, Arc<InProcessBus>) {
+    (
+        Arc::new(SqliteEventStore::new(db.pool.clone()).await.unwrap()),
+        Arc::new(InProcessBus::new(db.pool.clone(), 2)),
+    )
+}
+
+#[tokio::test]
+async fn the_relay_publishes_committed_events_in_order_once_per_checkpoint() {
+    let db = db().await;
+    let (store, bus) = store_and_bus(&db).await;
+    let t = tenant("t1");
+    let s = subject("s1");
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        let kind = if i % 2 == 0 { "MessageReceived" } else { "MemoryCreated" };
+        let e = event(kind, Some(&s), "a");
+        ids.push((kind, e.event_id));
+        store.append(&t, "st", ExpectedVersion::Any, vec![e]).await.unwrap();
+    }
+    let relay = Relay::new(store.clone(), bus.clone(), Arc::new(SqliteCheckpointStore::new(db.pool.clone())));
+    assert_eq!(relay.run_once().await.unwrap(), 6);
+    assert_eq!(relay.run_once().await.unwrap(), 0, "checkpoint moved");
+    assert_eq!(relay.stats().lag(), 0);
+
+    let mut messages = bus.subscribe("g1", &[topics::MESSAGES]).await.unwrap();
+    let mut got = Vec::new();
+    while let Some(d) = messages.poll(Duration::from_millis(200)).await.unwrap() {
+        assert_eq!(d.key, "t1/s1");
+        assert_eq!(d.header("tenant"), Some("t1"));
+        let envelope: EventEnvelope = serde_json::from_slice(&d.payload).unwrap();
+        assert!(envelope.payload["content"]["$sealed"].is_object(), "stays sealed on the bus");
+        got.push(envelope.event_id);
+    }
+    let expected: Vec<EventId> = ids.iter().filter(|(k, _)| *k == "MessageReceived").map(|(_, id)| *id).collect();
+    assert_eq!(got, expected);
+
+    // A new relay instance (a restart) starts from the saved checkpoint.
+    let restarted = Relay::new(store.clone(), bus.clone(), Arc::new(SqliteCheckpointStore::new(db.pool.clone())));
+    assert_eq!(restarted.run_once().await.unwrap(), 0);
+    store.append(&t, "st", ExpectedVersion::Any, vec![event("MemoryCreated", Some(&s), "a")]).await.unwrap();
+    assert_eq!(restarted.run_once().await.unwrap(), 1);
+}
+
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<Vec<EventId>>,
+    failures_left: AtomicUsize,
+    always_fail: Option<EventId>,
+}
+
+#[async_trait]
+impl EventHandler for Recorder {
+    async fn handle(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
+        if Some(event.event_id) == self.always_fail {
+            return Err(HandlerError::Retryable("store is down".into()));
+        }
+        if self.failures_left.load(Ordering::SeqCst) > 0 {
+            self.failures_left.fetch_sub(1, Ordering::SeqCst);
+            return Err(HandlerError::Retryable("transient".into()));
+        }
+        let mut seen = self.seen.lock().unwrap();
+        if !seen.contains(&event.event_id) {
+            seen.push(event.event_id);
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_consumer_retries_dead_letters_and_moves_on() {
+    let db = db().await;
+    let (store, bus) = store_and_bus(&db).await;
+    let t = tenant("t1");
+    let poison = event("MessageReceived", None, "a");
+    let good = event("MessageReceived", None, "a");
+    let (poison_id, good_id) = (poison.event_id, good.event_id);
+    store.append(&t, "c", ExpectedVersion::Any, vec![poison, good]).await.unwrap();
+    let relay = Relay::new(store.clone(), bus.clone(), Arc::new(SqliteCheckpointStore::new(db.pool.clone())));
+    relay.run_once().await.unwrap();
+
+    let handler = Arc::new(Recorder {
+        failures_left: AtomicUsize::new(2),
+        always_fail: Some(poison_id),
+        ..Default::default()
+    });
+    let mut options = ConsumerOptions::new("g-consumer", &[topics::MESSAGES]);
+    options.first_backoff = Duration::from_millis(1);
+    options.poll_timeout = Duration::from_millis(50);
+    let task = tokio::spawn(run_consumer(bus.clone(), options.clone(), handler.clone()));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while handler.seen.lock().unwrap().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "good event never handled");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    let _ = task.await;
+    assert_eq!(*handler.seen.lock().unwrap(), vec![good_id]);
+
+    let mut dead = bus.subscribe("inspector", &[topics::DEAD_LETTERS]).await.unwrap();
+    let letter = dead.poll(Duration::from_secs(2)).await.unwrap().expect("dead letter");
+    assert_eq!(letter.header("event_id"), Some(poison_id.to_string().as_str()));
+    assert!(letter.header("dead_letter.error").unwrap().contains("store is down"));
+    assert!(dead.poll(Duration::from_millis(100)).await.unwrap().is_none());
+
+    // Both records were committed: a restarted member has nothing left.
+    let mut restarted = bus.subscribe("g-consumer", &[topics::MESSAGES]).await.unwrap();
+    assert!(restarted.poll(Duration::from_millis(100)).await.unwrap().is_none());
+}
