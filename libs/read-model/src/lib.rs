@@ -1,0 +1,57 @@
+//! The memory read model: the current state of each memory, kept by the
+//! retriever's projection and used for listing (and, later, search
+//! filters). It is a cache of the log: every row can be rebuilt by replay,
+//! and an erasure deletes the subject's rows physically.
+//!
+//! Only readable content is stored: a memory whose content reads as erased
+//! is deleted, never written, so a late event cannot bring an erased
+//! subject's row back.
+
+use async_trait::async_trait;
+use mnemo_domain::{Memory, MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
+
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+
+#[derive(Debug, Clone, Default)]
+pub struct MemoryFilter {
+    pub kinds: Vec<MemoryKind>,
+    /// Every tag listed must be on the memory.
+    pub tags: Vec<String>,
+    /// Empty means every state but `deleted`.
+    pub states: Vec<MemoryState>,
+    /// Keyset cursor: memories older than this id (ids are time-ordered).
+    pub before: Option<MemoryId>,
+    pub limit: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadModelError {
+    #[error("memory content is erased: it cannot be projected")]
+    ErasedContent,
+    #[error("read model row is corrupt: {0}")]
+    Corrupt(String),
+    #[error("read model backend failed: {0}")]
+    Backend(String),
+}
+
+#[async_trait]
+pub trait MemoryReadModel: Send + Sync + 'static {
+    /// Writes the memory's state when it is newer than what is stored.
+    async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError>;
+    async fn remove(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), ReadModelError>;
+    async fn get(&self, tenant: &TenantId, id: &MemoryId) -> Result<Option<Memory>, ReadModelError>;
+    /// A page of a subject's memories, newest first.
+    async fn list(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        filter: &MemoryFilter,
+    ) -> Result<Vec<Memory>, ReadModelError>;
+    /// Deletes every row of the subject; returns how many memories went.
+    async fn delete_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, ReadModelError>;
+}

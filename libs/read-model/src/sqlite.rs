@@ -1,0 +1,238 @@
+//! SQLite adapter of the memory read model (tables in
+//! `migrations/sqlite/0004_read_model.sql`).
+
+use async_trait::async_trait;
+use chrono::{TimeZone, Utc};
+use mnemo_domain::{
+    AgentId, Memory, MemoryId, MemoryKind, MemoryState, Provenance, SessionId, SubjectId,
+    SubjectText, TenantId,
+};
+use sqlx::{Row, SqlitePool};
+
+use crate::{MemoryFilter, MemoryReadModel, ReadModelError};
+
+#[derive(Clone)]
+pub struct SqliteMemoryReadModel {
+    pool: SqlitePool,
+}
+
+impl SqliteMemoryReadModel {
+    pub fn new(pool: SqlitePool) -> Self {
+        SqliteMemoryReadModel { pool }
+    }
+}
+
+fn backend(error: sqlx::Error) -> ReadModelError {
+    ReadModelError::Backend(error.to_string())
+}
+
+fn decode(row: &sqlx::sqlite::SqliteRow) -> Result<Memory, ReadModelError> {
+    let corrupt = |what: &str| ReadModelError::Corrupt(what.to_owned());
+    let id: String = row.get("memory_id");
+    let subject: String = row.get("subject_id");
+    let kind: String = row.get("kind");
+    let state: String = row.get("state");
+    let tags: String = row.get("tags");
+    let provenance: String = row.get("provenance");
+    let session: Option<String> = row.get("session_id");
+    let agent: Option<String> = row.get("agent_id");
+    let superseded_by: Option<String> = row.get("superseded_by");
+    let created_at: i64 = row.get("created_at");
+    let updated_at: i64 = row.get("updated_at");
+    let version: i64 = row.get("version");
+    let reinforcements: i64 = row.get("reinforcements");
+    let time = |micros: i64| {
+        Utc.timestamp_micros(micros)
+            .single()
+            .ok_or_else(|| corrupt("timestamp"))
+    };
+    Ok(Memory {
+        id: MemoryId::parse(&id).map_err(|_| corrupt("memory_id"))?,
+        subject: SubjectId::parse(subject).map_err(|_| corrupt("subject_id"))?,
+        kind: MemoryKind::parse(&kind).ok_or_else(|| corrupt("kind"))?,
+        content: SubjectText::Text(row.get("content")),
+        tags: serde_json::from_str(&tags).map_err(|_| corrupt("tags"))?,
+        confidence: row.get::<f64, _>("confidence") as f32,
+        importance: row.get::<f64, _>("importance") as f32,
+        state: MemoryState::parse(&state).ok_or_else(|| corrupt("state"))?,
+        version: version as u64,
+        provenance: serde_json::from_str::<Provenance>(&provenance)
+            .map_err(|_| corrupt("provenance"))?,
+        session: session
+            .map(SessionId::parse)
+            .transpose()
+            .map_err(|_| corrupt("session_id"))?,
+        agent: agent
+            .map(AgentId::parse)
+            .transpose()
+            .map_err(|_| corrupt("agent_id"))?,
+        reinforcements: reinforcements as u32,
+        superseded_by: superseded_by
+            .map(|id| MemoryId::parse(&id))
+            .transpose()
+            .map_err(|_| corrupt("superseded_by"))?,
+        created_at: time(created_at)?,
+        updated_at: time(updated_at)?,
+    })
+}
+
+#[async_trait]
+impl MemoryReadModel for SqliteMemoryReadModel {
+    async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError> {
+        let Some(content) = memory.content.as_text() else {
+            return Err(ReadModelError::ErasedContent);
+        };
+        let tags = serde_json::to_string(&memory.tags).expect("tags serialize");
+        let provenance = serde_json::to_string(&memory.provenance).expect("provenance serializes");
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let written = sqlx::query(
+            "INSERT INTO memories (tenant_id, memory_id, subject_id, kind, content, tags, confidence, \
+             importance, state, version, provenance, session_id, agent_id, reinforcements, superseded_by, \
+             created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (tenant_id, memory_id) DO UPDATE SET kind = excluded.kind, \
+             content = excluded.content, tags = excluded.tags, confidence = excluded.confidence, \
+             importance = excluded.importance, state = excluded.state, version = excluded.version, \
+             provenance = excluded.provenance, reinforcements = excluded.reinforcements, \
+             superseded_by = excluded.superseded_by, updated_at = excluded.updated_at \
+             WHERE excluded.version > memories.version",
+        )
+        .bind(tenant.as_str())
+        .bind(memory.id.to_string())
+        .bind(memory.subject.as_str())
+        .bind(memory.kind.as_str())
+        .bind(content)
+        .bind(&tags)
+        .bind(f64::from(memory.confidence))
+        .bind(f64::from(memory.importance))
+        .bind(memory.state.as_str())
+        .bind(memory.version as i64)
+        .bind(provenance)
+        .bind(memory.session.as_ref().map(SessionId::as_str))
+        .bind(memory.agent.as_ref().map(AgentId::as_str))
+        .bind(i64::from(memory.reinforcements))
+        .bind(memory.superseded_by.map(|id| id.to_string()))
+        .bind(memory.created_at.timestamp_micros())
+        .bind(memory.updated_at.timestamp_micros())
+        .execute(&mut *tx)
+        .await
+        .map_err(backend)?;
+        if written.rows_affected() > 0 {
+            sqlx::query("DELETE FROM memory_tags WHERE tenant_id = ? AND memory_id = ?")
+                .bind(tenant.as_str())
+                .bind(memory.id.to_string())
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            for tag in &memory.tags {
+                sqlx::query(
+                    "INSERT OR IGNORE INTO memory_tags (tenant_id, memory_id, tag) VALUES (?, ?, ?)",
+                )
+                .bind(tenant.as_str())
+                .bind(memory.id.to_string())
+                .bind(tag)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+            }
+        }
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn remove(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), ReadModelError> {
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        for table in ["memories", "memory_tags"] {
+            sqlx::query(&format!(
+                "DELETE FROM {table} WHERE tenant_id = ? AND memory_id = ?"
+            ))
+            .bind(tenant.as_str())
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn get(&self, tenant: &TenantId, id: &MemoryId) -> Result<Option<Memory>, ReadModelError> {
+        let row = sqlx::query("SELECT * FROM memories WHERE tenant_id = ? AND memory_id = ?")
+            .bind(tenant.as_str())
+            .bind(id.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(backend)?;
+        row.as_ref().map(decode).transpose()
+    }
+
+    async fn list(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        filter: &MemoryFilter,
+    ) -> Result<Vec<Memory>, ReadModelError> {
+        let mut builder = sqlx::QueryBuilder::new("SELECT * FROM memories m WHERE m.tenant_id = ");
+        builder.push_bind(tenant.as_str());
+        builder.push(" AND m.subject_id = ").push_bind(subject.as_str());
+        if !filter.kinds.is_empty() {
+            builder.push(" AND m.kind IN (");
+            let mut list = builder.separated(", ");
+            for kind in &filter.kinds {
+                list.push_bind(kind.as_str());
+            }
+            builder.push(")");
+        }
+        if filter.states.is_empty() {
+            builder.push(" AND m.state <> 'deleted'");
+        } else {
+            builder.push(" AND m.state IN (");
+            let mut list = builder.separated(", ");
+            for state in &filter.states {
+                list.push_bind(state.as_str());
+            }
+            builder.push(")");
+        }
+        for tag in &filter.tags {
+            builder.push(
+                " AND EXISTS (SELECT 1 FROM memory_tags t WHERE t.tenant_id = m.tenant_id \
+                 AND t.memory_id = m.memory_id AND t.tag = ",
+            );
+            builder.push_bind(tag.clone()).push(")");
+        }
+        if let Some(before) = filter.before {
+            builder.push(" AND m.memory_id < ").push_bind(before.to_string());
+        }
+        builder
+            .push(" ORDER BY m.memory_id DESC LIMIT ")
+            .push_bind(i64::from(filter.limit.max(1)));
+        let rows = builder
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        rows.iter().map(decode).collect()
+    }
+
+    async fn delete_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, ReadModelError> {
+        let mut tx = self.pool.begin().await.map_err(backend)?;
+        sqlx::query(
+            "DELETE FROM memory_tags WHERE tenant_id = ?1 AND memory_id IN \
+             (SELECT memory_id FROM memories WHERE tenant_id = ?1 AND subject_id = ?2)",
+        )
+        .bind(tenant.as_str())
+        .bind(subject.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(backend)?;
+        let deleted = sqlx::query("DELETE FROM memories WHERE tenant_id = ? AND subject_id = ?")
+            .bind(tenant.as_str())
+            .bind(subject.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        Ok(deleted.rows_affected())
+    }
+}

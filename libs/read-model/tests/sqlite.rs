@@ -1,0 +1,147 @@
+use chrono::Utc;
+use mnemo_domain::{
+    Memory, MemoryId, MemoryKind, MemoryState, Producer, Provenance, SubjectId, SubjectText,
+    TenantId,
+};
+use mnemo_read_model::sqlite::SqliteMemoryReadModel;
+use mnemo_read_model::{MemoryFilter, MemoryReadModel, ReadModelError};
+
+fn memory(subject: &str, kind: MemoryKind, content: &str, tags: &[&str]) -> Memory {
+    Memory {
+        id: MemoryId::new(),
+        subject: SubjectId::parse(subject).unwrap(),
+        kind,
+        content: SubjectText::new(content),
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        confidence: 0.9,
+        importance: 0.75,
+        state: MemoryState::Active,
+        version: 1,
+        provenance: Provenance {
+            source_event_ids: vec![],
+            producer: Producer::api(),
+        },
+        session: None,
+        agent: None,
+        reinforcements: 0,
+        superseded_by: None,
+        created_at: Utc::now(),
+        updated_at: Utc::now(),
+    }
+}
+
+async fn model() -> (tempfile::TempDir, SqliteMemoryReadModel) {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = mnemo_event_store::sqlite::connect(&dir.path().join("m.db"))
+        .await
+        .unwrap();
+    (dir, SqliteMemoryReadModel::new(pool))
+}
+
+fn all() -> MemoryFilter {
+    MemoryFilter {
+        limit: 100,
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn upserts_only_newer_versions() {
+    let (_dir, model) = model().await;
+    let t = TenantId::parse("t1").unwrap();
+    let mut m = memory("s1", MemoryKind::Fact, "lives in Lyon", &["home"]);
+    model.upsert(&t, &m).await.unwrap();
+    m.version = 2;
+    m.content = SubjectText::new("lives in Paris");
+    model.upsert(&t, &m).await.unwrap();
+    let mut stale = m.clone();
+    stale.version = 1;
+    stale.content = SubjectText::new("lives in Lyon");
+    model.upsert(&t, &stale).await.unwrap();
+    let got = model.get(&t, &m.id).await.unwrap().unwrap();
+    assert_eq!(got.content.as_text(), Some("lives in Paris"));
+    assert_eq!(got.version, 2);
+}
+
+#[tokio::test]
+async fn lists_with_filters_pages_and_tenant_isolation() {
+    let (_dir, model) = model().await;
+    let a = TenantId::parse("a").unwrap();
+    let b = TenantId::parse("b").unwrap();
+    let s1 = SubjectId::parse("s1").unwrap();
+    let pref = memory("s1", MemoryKind::Preference, "likes tea", &["drinks", "tea"]);
+    let fact = memory("s1", MemoryKind::Fact, "has a cat", &["pets"]);
+    let mut gone = memory("s1", MemoryKind::Fact, "old", &[]);
+    gone.state = MemoryState::Deleted;
+    for m in [&pref, &fact, &gone] {
+        model.upsert(&a, m).await.unwrap();
+    }
+    model
+        .upsert(&b, &memory("s1", MemoryKind::Fact, "b's", &[]))
+        .await
+        .unwrap();
+
+    let listed = model.list(&a, &s1, &all()).await.unwrap();
+    assert_eq!(listed.len(), 2, "deleted hidden by default");
+    assert_eq!(listed[0].id, fact.id, "newest first");
+    let kinds = MemoryFilter {
+        kinds: vec![MemoryKind::Preference],
+        ..all()
+    };
+    assert_eq!(model.list(&a, &s1, &kinds).await.unwrap()[0].id, pref.id);
+    let tags = MemoryFilter {
+        tags: vec!["drinks".into(), "tea".into()],
+        ..all()
+    };
+    assert_eq!(model.list(&a, &s1, &tags).await.unwrap().len(), 1);
+    let states = MemoryFilter {
+        states: vec![MemoryState::Deleted],
+        ..all()
+    };
+    assert_eq!(model.list(&a, &s1, &states).await.unwrap()[0].id, gone.id);
+    let page = MemoryFilter {
+        limit: 1,
+        ..all()
+    };
+    let first = model.list(&a, &s1, &page).await.unwrap();
+    let second = model
+        .list(
+            &a,
+            &s1,
+            &MemoryFilter {
+                before: Some(first[0].id),
+                ..page
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(second[0].id, pref.id);
+    assert!(model.get(&b, &pref.id).await.unwrap().is_none());
+    assert_eq!(model.list(&b, &s1, &all()).await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn erased_content_is_refused_and_subjects_are_deleted() {
+    let (_dir, model) = model().await;
+    let t = TenantId::parse("t1").unwrap();
+    let s1 = SubjectId::parse("s1").unwrap();
+    let mut erased = memory("s1", MemoryKind::Fact, "x", &[]);
+    erased.content = SubjectText::Erased;
+    assert!(matches!(
+        model.upsert(&t, &erased).await,
+        Err(ReadModelError::ErasedContent)
+    ));
+    model
+        .upsert(&t, &memory("s1", MemoryKind::Fact, "one", &["x"]))
+        .await
+        .unwrap();
+    model
+        .upsert(&t, &memory("s1", MemoryKind::Fact, "two", &[]))
+        .await
+        .unwrap();
+    let other = memory("s2", MemoryKind::Fact, "three", &[]);
+    model.upsert(&t, &other).await.unwrap();
+    assert_eq!(model.delete_subject(&t, &s1).await.unwrap(), 2);
+    assert!(model.list(&t, &s1, &all()).await.unwrap().is_empty());
+    assert!(model.get(&t, &other.id).await.unwrap().is_some());
+}
