@@ -66,7 +66,10 @@ async fn dead_letter(bus: &dyn Bus, group: &str, delivery: &Delivery, error: &st
     // Keep trying: committing past a record that reached neither its handler
     // nor the dead-letter topic would lose it.
     let mut backoff = Duration::from_millis(100);
-    while let Err(publish_error) = bus.publish(topics::DEAD_LETTERS, vec![record.clone()]).await {
+    while let Err(publish_error) = bus
+        .publish(topics::DEAD_LETTERS, vec![record.clone()])
+        .await
+    {
         tracing::warn!(error = %publish_error, "dead-letter publish failed, retrying");
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(10));
@@ -84,7 +87,13 @@ async fn process(
         Ok(envelope) => envelope.into(),
         Err(error) => {
             tracing::error!(group = %options.group, topic = %delivery.topic, offset = delivery.offset, "undecodable bus record");
-            dead_letter(bus, &options.group, delivery, &format!("undecodable envelope: {error}")).await;
+            dead_letter(
+                bus,
+                &options.group,
+                delivery,
+                &format!("undecodable envelope: {error}"),
+            )
+            .await;
             return;
         }
     };

@@ -35,7 +35,13 @@ pub mod topics {
     /// Records a consumer could not handle, with the error.
     pub const DEAD_LETTERS: &str = "mnemo.dead-letters";
 
-    pub const ALL: [&str; 5] = [MESSAGES, MEMORY_EVENTS, SUBJECT_EVENTS, ACCESS_SIGNALS, DEAD_LETTERS];
+    pub const ALL: [&str; 5] = [
+        MESSAGES,
+        MEMORY_EVENTS,
+        SUBJECT_EVENTS,
+        ACCESS_SIGNALS,
+        DEAD_LETTERS,
+    ];
 
     /// The topic an event type is published to.
     pub fn for_event_type(event_type: &str) -> &'static str {

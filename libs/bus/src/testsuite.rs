@@ -12,7 +12,10 @@ pub fn record(key: &str, payload: &str) -> OutgoingRecord {
     OutgoingRecord {
         key: key.to_owned(),
         payload: payload.as_bytes().to_vec(),
-        headers: vec![("tenant".to_owned(), key.split('/').next().unwrap_or("").to_owned())],
+        headers: vec![(
+            "tenant".to_owned(),
+            key.split('/').next().unwrap_or("").to_owned(),
+        )],
     }
 }
 
@@ -55,10 +58,17 @@ where
             .map(|d| text(d).rsplit('#').next().unwrap().parse().unwrap())
             .collect();
         assert_eq!(seq.len(), 5, "{key}");
-        assert!(seq.windows(2).all(|w| w[0] < w[1]), "{key} out of order: {seq:?}");
+        assert!(
+            seq.windows(2).all(|w| w[0] < w[1]),
+            "{key} out of order: {seq:?}"
+        );
     }
     assert!(got.iter().all(|d| d.topic == "t.order"));
-    assert!(sub.poll(Duration::from_millis(100)).await.unwrap().is_none());
+    assert!(sub
+        .poll(Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_none());
 }
 
 pub async fn keys_and_headers_round_trip<F, Fut>(open: F)
@@ -67,9 +77,12 @@ where
     Fut: Future<Output = Arc<dyn Bus>>,
 {
     let bus = open().await;
-    bus.publish("t.headers", vec![record("tenant-a/s1", "one"), record("tenant-b/s1", "two")])
-        .await
-        .unwrap();
+    bus.publish(
+        "t.headers",
+        vec![record("tenant-a/s1", "one"), record("tenant-b/s1", "two")],
+    )
+    .await
+    .unwrap();
     let mut sub = bus.subscribe("g-headers", &["t.headers"]).await.unwrap();
     let mut got = drain(&mut sub, 2).await;
     got.sort_by_key(text);
@@ -95,7 +108,10 @@ where
     let bus = open().await;
     let mut sub = bus.subscribe("g-resume", &["t.resume"]).await.unwrap();
     let got = drain(&mut sub, 3).await;
-    assert_eq!(got.iter().map(text).collect::<Vec<_>>(), vec!["2", "3", "4"]);
+    assert_eq!(
+        got.iter().map(text).collect::<Vec<_>>(),
+        vec!["2", "3", "4"]
+    );
 }
 
 pub async fn groups_consume_independently<F, Fut>(open: F)
@@ -111,7 +127,14 @@ where
     let got = drain(&mut first, 2).await;
     first.commit(&got[1]).await.unwrap();
     let mut second = bus.subscribe("g-two", &["t.groups"]).await.unwrap();
-    assert_eq!(drain(&mut second, 2).await.iter().map(text).collect::<Vec<_>>(), vec!["a", "b"]);
+    assert_eq!(
+        drain(&mut second, 2)
+            .await
+            .iter()
+            .map(text)
+            .collect::<Vec<_>>(),
+        vec!["a", "b"]
+    );
 }
 
 pub async fn a_subscription_sees_only_its_topics<F, Fut>(open: F)
@@ -120,11 +143,19 @@ where
     Fut: Future<Output = Arc<dyn Bus>>,
 {
     let bus = open().await;
-    bus.publish("t.mine", vec![record("t/s", "mine")]).await.unwrap();
-    bus.publish("t.other", vec![record("t/s", "other")]).await.unwrap();
+    bus.publish("t.mine", vec![record("t/s", "mine")])
+        .await
+        .unwrap();
+    bus.publish("t.other", vec![record("t/s", "other")])
+        .await
+        .unwrap();
     let mut sub = bus.subscribe("g-topics", &["t.mine"]).await.unwrap();
     assert_eq!(text(&drain(&mut sub, 1).await[0]), "mine");
-    assert!(sub.poll(Duration::from_millis(200)).await.unwrap().is_none());
+    assert!(sub
+        .poll(Duration::from_millis(200))
+        .await
+        .unwrap()
+        .is_none());
 }
 
 pub async fn a_waiting_poll_wakes_on_publish<F, Fut>(open: F)
@@ -138,7 +169,9 @@ where
         let bus = bus.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            bus.publish("t.wake", vec![record("t/s", "late")]).await.unwrap();
+            bus.publish("t.wake", vec![record("t/s", "late")])
+                .await
+                .unwrap();
         })
     };
     let got = sub.poll(WAIT).await.unwrap().expect("woken by the publish");

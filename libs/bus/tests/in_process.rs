@@ -60,12 +60,23 @@ async fn the_relay_publishes_committed_events_in_order_once_per_checkpoint() {
     let s = subject("s1");
     let mut ids = Vec::new();
     for i in 0..6 {
-        let kind = if i % 2 == 0 { "MessageReceived" } else { "MemoryCreated" };
+        let kind = if i % 2 == 0 {
+            "MessageReceived"
+        } else {
+            "MemoryCreated"
+        };
         let e = event(kind, Some(&s), "a");
         ids.push((kind, e.event_id));
-        store.append(&t, "st", ExpectedVersion::Any, vec![e]).await.unwrap();
+        store
+            .append(&t, "st", ExpectedVersion::Any, vec![e])
+            .await
+            .unwrap();
     }
-    let relay = Relay::new(store.clone(), bus.clone(), Arc::new(SqliteCheckpointStore::new(db.pool.clone())));
+    let relay = Relay::new(
+        store.clone(),
+        bus.clone(),
+        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
+    );
     assert_eq!(relay.run_once().await.unwrap(), 6);
     assert_eq!(relay.run_once().await.unwrap(), 0, "checkpoint moved");
     assert_eq!(relay.stats().lag(), 0);
@@ -76,16 +87,35 @@ async fn the_relay_publishes_committed_events_in_order_once_per_checkpoint() {
         assert_eq!(d.key, "t1/s1");
         assert_eq!(d.header("tenant"), Some("t1"));
         let envelope: EventEnvelope = serde_json::from_slice(&d.payload).unwrap();
-        assert!(envelope.payload["content"]["$sealed"].is_object(), "stays sealed on the bus");
+        assert!(
+            envelope.payload["content"]["$sealed"].is_object(),
+            "stays sealed on the bus"
+        );
         got.push(envelope.event_id);
     }
-    let expected: Vec<EventId> = ids.iter().filter(|(k, _)| *k == "MessageReceived").map(|(_, id)| *id).collect();
+    let expected: Vec<EventId> = ids
+        .iter()
+        .filter(|(k, _)| *k == "MessageReceived")
+        .map(|(_, id)| *id)
+        .collect();
     assert_eq!(got, expected);
 
     // A new relay instance (a restart) starts from the saved checkpoint.
-    let restarted = Relay::new(store.clone(), bus.clone(), Arc::new(SqliteCheckpointStore::new(db.pool.clone())));
+    let restarted = Relay::new(
+        store.clone(),
+        bus.clone(),
+        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
+    );
     assert_eq!(restarted.run_once().await.unwrap(), 0);
-    store.append(&t, "st", ExpectedVersion::Any, vec![event("MemoryCreated", Some(&s), "a")]).await.unwrap();
+    store
+        .append(
+            &t,
+            "st",
+            ExpectedVersion::Any,
+            vec![event("MemoryCreated", Some(&s), "a")],
+        )
+        .await
+        .unwrap();
     assert_eq!(restarted.run_once().await.unwrap(), 1);
 }
 
@@ -122,8 +152,15 @@ async fn the_consumer_retries_dead_letters_and_moves_on() {
     let poison = event("MessageReceived", None, "a");
     let good = event("MessageReceived", None, "a");
     let (poison_id, good_id) = (poison.event_id, good.event_id);
-    store.append(&t, "c", ExpectedVersion::Any, vec![poison, good]).await.unwrap();
-    let relay = Relay::new(store.clone(), bus.clone(), Arc::new(SqliteCheckpointStore::new(db.pool.clone())));
+    store
+        .append(&t, "c", ExpectedVersion::Any, vec![poison, good])
+        .await
+        .unwrap();
+    let relay = Relay::new(
+        store.clone(),
+        bus.clone(),
+        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
+    );
     relay.run_once().await.unwrap();
 
     let handler = Arc::new(Recorder {
@@ -137,20 +174,47 @@ async fn the_consumer_retries_dead_letters_and_moves_on() {
     let task = tokio::spawn(run_consumer(bus.clone(), options.clone(), handler.clone()));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while handler.seen.lock().unwrap().is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "good event never handled");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "good event never handled"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     task.abort();
     let _ = task.await;
     assert_eq!(*handler.seen.lock().unwrap(), vec![good_id]);
 
-    let mut dead = bus.subscribe("inspector", &[topics::DEAD_LETTERS]).await.unwrap();
-    let letter = dead.poll(Duration::from_secs(2)).await.unwrap().expect("dead letter");
-    assert_eq!(letter.header("event_id"), Some(poison_id.to_string().as_str()));
-    assert!(letter.header("dead_letter.error").unwrap().contains("store is down"));
-    assert!(dead.poll(Duration::from_millis(100)).await.unwrap().is_none());
+    let mut dead = bus
+        .subscribe("inspector", &[topics::DEAD_LETTERS])
+        .await
+        .unwrap();
+    let letter = dead
+        .poll(Duration::from_secs(2))
+        .await
+        .unwrap()
+        .expect("dead letter");
+    assert_eq!(
+        letter.header("event_id"),
+        Some(poison_id.to_string().as_str())
+    );
+    assert!(letter
+        .header("dead_letter.error")
+        .unwrap()
+        .contains("store is down"));
+    assert!(dead
+        .poll(Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_none());
 
     // Both records were committed: a restarted member has nothing left.
-    let mut restarted = bus.subscribe("g-consumer", &[topics::MESSAGES]).await.unwrap();
-    assert!(restarted.poll(Duration::from_millis(100)).await.unwrap().is_none());
+    let mut restarted = bus
+        .subscribe("g-consumer", &[topics::MESSAGES])
+        .await
+        .unwrap();
+    assert!(restarted
+        .poll(Duration::from_millis(100))
+        .await
+        .unwrap()
+        .is_none());
 }

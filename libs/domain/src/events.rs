@@ -524,7 +524,10 @@ mod tests {
     #[test]
     fn content_is_a_marker_in_the_payload() {
         let payload = created().to_payload();
-        assert_eq!(payload["content"], serde_json::json!({"$text": "likes green tea"}));
+        assert_eq!(
+            payload["content"],
+            serde_json::json!({"$text": "likes green tea"})
+        );
     }
 
     #[test]

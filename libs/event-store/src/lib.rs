@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_domain::{EventId, NewEvent, RecordedEvent, SubjectId, TenantId};
 
+pub mod sealed;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 #[cfg(feature = "testsuite")]

@@ -346,13 +346,17 @@ impl EventStore for SqliteEventStore {
             sqlx::QueryBuilder::new(format!("SELECT {COLUMNS} FROM events WHERE tenant_id = "));
         builder.push_bind(tenant.as_str());
         if let Some(subject) = &query.subject {
-            builder.push(" AND subject_id = ").push_bind(subject.as_str());
+            builder
+                .push(" AND subject_id = ")
+                .push_bind(subject.as_str());
         }
         if let Some(actor) = &query.actor {
             builder.push(" AND actor = ").push_bind(actor.clone());
         }
         if let Some(stream_id) = &query.stream_id {
-            builder.push(" AND stream_id = ").push_bind(stream_id.clone());
+            builder
+                .push(" AND stream_id = ")
+                .push_bind(stream_id.clone());
         }
         if !query.event_types.is_empty() {
             builder.push(" AND event_type IN (");
@@ -407,8 +411,8 @@ impl EventStore for SqliteEventStore {
 
     async fn wait_for_append(&self, after_position: i64, timeout: Duration) {
         let mut receiver = self.head.subscribe();
-        let _ = tokio::time::timeout(timeout, receiver.wait_for(|head| *head > after_position))
-            .await;
+        let _ =
+            tokio::time::timeout(timeout, receiver.wait_for(|head| *head > after_position)).await;
     }
 }
 

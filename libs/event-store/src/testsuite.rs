@@ -45,7 +45,9 @@ where
     let store = open().await;
     let t = tenant("t1");
     let s = subject("s1");
-    let events: Vec<_> = (0..3).map(|_| event("MessageReceived", Some(&s), "alice")).collect();
+    let events: Vec<_> = (0..3)
+        .map(|_| event("MessageReceived", Some(&s), "alice"))
+        .collect();
     let ids: Vec<_> = events.iter().map(|e| e.event_id).collect();
     let result = store
         .append(&t, "conversation-s1", ExpectedVersion::NoStream, events)
@@ -77,19 +79,42 @@ where
     let store = open().await;
     let t = tenant("t1");
     store
-        .append(&t, "memory-1", ExpectedVersion::NoStream, vec![event("MemoryCreated", None, "a")])
+        .append(
+            &t,
+            "memory-1",
+            ExpectedVersion::NoStream,
+            vec![event("MemoryCreated", None, "a")],
+        )
         .await
         .unwrap();
     let again = store
-        .append(&t, "memory-1", ExpectedVersion::NoStream, vec![event("MemoryCreated", None, "a")])
+        .append(
+            &t,
+            "memory-1",
+            ExpectedVersion::NoStream,
+            vec![event("MemoryCreated", None, "a")],
+        )
         .await;
-    assert!(matches!(again, Err(EventStoreError::Conflict { actual: 1, .. })));
+    assert!(matches!(
+        again,
+        Err(EventStoreError::Conflict { actual: 1, .. })
+    ));
     let stale = store
-        .append(&t, "memory-1", ExpectedVersion::Exact(5), vec![event("MemoryRevised", None, "a")])
+        .append(
+            &t,
+            "memory-1",
+            ExpectedVersion::Exact(5),
+            vec![event("MemoryRevised", None, "a")],
+        )
         .await;
     assert!(matches!(stale, Err(EventStoreError::Conflict { .. })));
     let ok = store
-        .append(&t, "memory-1", ExpectedVersion::Exact(1), vec![event("MemoryRevised", None, "a")])
+        .append(
+            &t,
+            "memory-1",
+            ExpectedVersion::Exact(1),
+            vec![event("MemoryRevised", None, "a")],
+        )
         .await
         .unwrap();
     assert_eq!(ok.stream_version, 2);
@@ -104,7 +129,12 @@ where
     let store = open().await;
     let t = tenant("t1");
     store
-        .append(&t, "memory-2", ExpectedVersion::NoStream, vec![event("MemoryCreated", None, "a")])
+        .append(
+            &t,
+            "memory-2",
+            ExpectedVersion::NoStream,
+            vec![event("MemoryCreated", None, "a")],
+        )
         .await
         .unwrap();
     let mut tasks = Vec::new();
@@ -113,7 +143,12 @@ where
         let t = t.clone();
         tasks.push(tokio::spawn(async move {
             store
-                .append(&t, "memory-2", ExpectedVersion::Exact(1), vec![event("MemoryRevised", None, "a")])
+                .append(
+                    &t,
+                    "memory-2",
+                    ExpectedVersion::Exact(1),
+                    vec![event("MemoryRevised", None, "a")],
+                )
                 .await
         }));
     }
@@ -139,33 +174,67 @@ where
     let first = event("MessageReceived", None, "a");
     let second = event("MessageReceived", None, "a");
     let original = store
-        .append(&t, "conversation-x", ExpectedVersion::Any, vec![first.clone()])
+        .append(
+            &t,
+            "conversation-x",
+            ExpectedVersion::Any,
+            vec![first.clone()],
+        )
         .await
         .unwrap();
     // A full retry succeeds even with a version check that no longer holds.
     let retry = store
-        .append(&t, "conversation-x", ExpectedVersion::NoStream, vec![first.clone()])
+        .append(
+            &t,
+            "conversation-x",
+            ExpectedVersion::NoStream,
+            vec![first.clone()],
+        )
         .await
         .unwrap();
     assert!(retry.events[0].duplicate);
-    assert_eq!(retry.events[0].global_position, original.events[0].global_position);
+    assert_eq!(
+        retry.events[0].global_position,
+        original.events[0].global_position
+    );
     // A batch mixing old and new writes only the new one.
     let mixed = store
-        .append(&t, "conversation-x", ExpectedVersion::Any, vec![first.clone(), second.clone()])
+        .append(
+            &t,
+            "conversation-x",
+            ExpectedVersion::Any,
+            vec![first.clone(), second.clone()],
+        )
         .await
         .unwrap();
     assert!(mixed.events[0].duplicate);
     assert!(!mixed.events[1].duplicate);
-    assert_eq!(store.read_stream(&t, "conversation-x").await.unwrap().len(), 2);
+    assert_eq!(
+        store.read_stream(&t, "conversation-x").await.unwrap().len(),
+        2
+    );
     // The same id in another stream or tenant is not silently accepted.
     let elsewhere = store
-        .append(&t, "conversation-y", ExpectedVersion::Any, vec![first.clone()])
+        .append(
+            &t,
+            "conversation-y",
+            ExpectedVersion::Any,
+            vec![first.clone()],
+        )
         .await;
     assert!(matches!(elsewhere, Err(EventStoreError::EventIdTaken(_))));
     let other_tenant = store
-        .append(&tenant("t2"), "conversation-x", ExpectedVersion::Any, vec![first])
+        .append(
+            &tenant("t2"),
+            "conversation-x",
+            ExpectedVersion::Any,
+            vec![first],
+        )
         .await;
-    assert!(matches!(other_tenant, Err(EventStoreError::EventIdTaken(_))));
+    assert!(matches!(
+        other_tenant,
+        Err(EventStoreError::EventIdTaken(_))
+    ));
 }
 
 pub async fn read_all_is_in_commit_order_without_gaps<F, Fut>(open: F)
@@ -214,7 +283,12 @@ where
     let e = event("MessageReceived", Some(&s), "alice");
     let id = e.event_id;
     store
-        .append(&a, "conversation-shared-subject", ExpectedVersion::Any, vec![e])
+        .append(
+            &a,
+            "conversation-shared-subject",
+            ExpectedVersion::Any,
+            vec![e],
+        )
         .await
         .unwrap();
     assert!(store
@@ -231,7 +305,12 @@ where
     assert!(store.query(&b, &query).await.unwrap().is_empty());
     // B's stream of the same name is its own, starting at version 1.
     let result = store
-        .append(&b, "conversation-shared-subject", ExpectedVersion::NoStream, vec![event("MessageReceived", Some(&s), "bob")])
+        .append(
+            &b,
+            "conversation-shared-subject",
+            ExpectedVersion::NoStream,
+            vec![event("MessageReceived", Some(&s), "bob")],
+        )
         .await
         .unwrap();
     assert_eq!(result.stream_version, 1);
@@ -260,7 +339,12 @@ where
     assert_eq!(stream[0].event_id, id);
     assert!(store.head_position().await.unwrap() >= stream[0].global_position);
     let next = store
-        .append(&t, "memory-r", ExpectedVersion::Exact(1), vec![event("MemoryRevised", None, "a")])
+        .append(
+            &t,
+            "memory-r",
+            ExpectedVersion::Exact(1),
+            vec![event("MemoryRevised", None, "a")],
+        )
         .await
         .unwrap();
     assert_eq!(next.stream_version, 2);
@@ -279,8 +363,15 @@ where
     let result = store
         .append(&t, "conversation-u", ExpectedVersion::Any, vec![e])
         .await;
-    assert!(matches!(result, Err(EventStoreError::UnsealedPayload { .. })));
-    assert!(store.read_stream(&t, "conversation-u").await.unwrap().is_empty());
+    assert!(matches!(
+        result,
+        Err(EventStoreError::UnsealedPayload { .. })
+    ));
+    assert!(store
+        .read_stream(&t, "conversation-u")
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 pub async fn queries_filter_and_page<F, Fut>(open: F)
@@ -293,11 +384,16 @@ where
     let s1 = subject("s1");
     let s2 = subject("s2");
     store
-        .append(&t, "a", ExpectedVersion::Any, vec![
-            event("MessageReceived", Some(&s1), "alice"),
-            event("MemoryCreated", Some(&s1), "bob"),
-            event("MessageReceived", Some(&s2), "alice"),
-        ])
+        .append(
+            &t,
+            "a",
+            ExpectedVersion::Any,
+            vec![
+                event("MessageReceived", Some(&s1), "alice"),
+                event("MemoryCreated", Some(&s1), "bob"),
+                event("MessageReceived", Some(&s2), "alice"),
+            ],
+        )
         .await
         .unwrap();
     let base = EventQuery {
@@ -305,38 +401,81 @@ where
         ..Default::default()
     };
     let by_subject = store
-        .query(&t, &EventQuery { subject: Some(s1.clone()), ..base.clone() })
+        .query(
+            &t,
+            &EventQuery {
+                subject: Some(s1.clone()),
+                ..base.clone()
+            },
+        )
         .await
         .unwrap();
     assert_eq!(by_subject.len(), 2);
     let by_actor = store
-        .query(&t, &EventQuery { actor: Some("alice".into()), ..base.clone() })
+        .query(
+            &t,
+            &EventQuery {
+                actor: Some("alice".into()),
+                ..base.clone()
+            },
+        )
         .await
         .unwrap();
     assert_eq!(by_actor.len(), 2);
     let by_type = store
-        .query(&t, &EventQuery { event_types: vec!["MemoryCreated".into()], ..base.clone() })
+        .query(
+            &t,
+            &EventQuery {
+                event_types: vec!["MemoryCreated".into()],
+                ..base.clone()
+            },
+        )
         .await
         .unwrap();
     assert_eq!(by_type.len(), 1);
     assert_eq!(by_type[0].metadata.actor, "bob");
     let future = store
-        .query(&t, &EventQuery { from: Some(Utc::now() + Duration::hours(1)), ..base.clone() })
+        .query(
+            &t,
+            &EventQuery {
+                from: Some(Utc::now() + Duration::hours(1)),
+                ..base.clone()
+            },
+        )
         .await
         .unwrap();
     assert!(future.is_empty());
     let past = store
-        .query(&t, &EventQuery { to: Some(Utc::now() + Duration::hours(1)), from: Some(Utc::now() - Duration::hours(1)), ..base.clone() })
+        .query(
+            &t,
+            &EventQuery {
+                to: Some(Utc::now() + Duration::hours(1)),
+                from: Some(Utc::now() - Duration::hours(1)),
+                ..base.clone()
+            },
+        )
         .await
         .unwrap();
     assert_eq!(past.len(), 3);
     let page1 = store
-        .query(&t, &EventQuery { limit: 2, ..base.clone() })
+        .query(
+            &t,
+            &EventQuery {
+                limit: 2,
+                ..base.clone()
+            },
+        )
         .await
         .unwrap();
     assert_eq!(page1.len(), 2);
     let page2 = store
-        .query(&t, &EventQuery { after_position: Some(page1[1].global_position), ..base })
+        .query(
+            &t,
+            &EventQuery {
+                after_position: Some(page1[1].global_position),
+                ..base
+            },
+        )
         .await
         .unwrap();
     assert_eq!(page2.len(), 1);

@@ -22,14 +22,21 @@ async fn the_database_refuses_update_and_delete() {
     let dir = tempfile::tempdir().unwrap();
     let store = sqlite::open(&dir.path().join("mnemo.db")).await.unwrap();
     store
-        .append(&tenant("t1"), "memory-x", ExpectedVersion::Any, vec![event("MemoryCreated", None, "a")])
+        .append(
+            &tenant("t1"),
+            "memory-x",
+            ExpectedVersion::Any,
+            vec![event("MemoryCreated", None, "a")],
+        )
         .await
         .unwrap();
     let update = sqlx::query("UPDATE events SET actor = 'mallory'")
         .execute(store.pool())
         .await;
     assert!(update.unwrap_err().to_string().contains("append-only"));
-    let delete = sqlx::query("DELETE FROM events").execute(store.pool()).await;
+    let delete = sqlx::query("DELETE FROM events")
+        .execute(store.pool())
+        .await;
     assert!(delete.unwrap_err().to_string().contains("append-only"));
     let stream = store.read_stream(&tenant("t1"), "memory-x").await.unwrap();
     assert_eq!(stream.len(), 1);
@@ -52,7 +59,12 @@ async fn wait_for_append_wakes_on_a_new_event() {
     };
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     store
-        .append(&tenant("t1"), "s", ExpectedVersion::Any, vec![event("MessageReceived", None, "a")])
+        .append(
+            &tenant("t1"),
+            "s",
+            ExpectedVersion::Any,
+            vec![event("MessageReceived", None, "a")],
+        )
         .await
         .unwrap();
     let waited = waiter.await.unwrap();

@@ -40,7 +40,8 @@ pub trait MemoryReadModel: Send + Sync + 'static {
     /// Writes the memory's state when it is newer than what is stored.
     async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError>;
     async fn remove(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), ReadModelError>;
-    async fn get(&self, tenant: &TenantId, id: &MemoryId) -> Result<Option<Memory>, ReadModelError>;
+    async fn get(&self, tenant: &TenantId, id: &MemoryId)
+        -> Result<Option<Memory>, ReadModelError>;
     /// A page of a subject's memories, newest first.
     async fn list(
         &self,

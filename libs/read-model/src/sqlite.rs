@@ -153,7 +153,11 @@ impl MemoryReadModel for SqliteMemoryReadModel {
         tx.commit().await.map_err(backend)
     }
 
-    async fn get(&self, tenant: &TenantId, id: &MemoryId) -> Result<Option<Memory>, ReadModelError> {
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        id: &MemoryId,
+    ) -> Result<Option<Memory>, ReadModelError> {
         let row = sqlx::query("SELECT * FROM memories WHERE tenant_id = ? AND memory_id = ?")
             .bind(tenant.as_str())
             .bind(id.to_string())
@@ -171,7 +175,9 @@ impl MemoryReadModel for SqliteMemoryReadModel {
     ) -> Result<Vec<Memory>, ReadModelError> {
         let mut builder = sqlx::QueryBuilder::new("SELECT * FROM memories m WHERE m.tenant_id = ");
         builder.push_bind(tenant.as_str());
-        builder.push(" AND m.subject_id = ").push_bind(subject.as_str());
+        builder
+            .push(" AND m.subject_id = ")
+            .push_bind(subject.as_str());
         if !filter.kinds.is_empty() {
             builder.push(" AND m.kind IN (");
             let mut list = builder.separated(", ");
@@ -198,7 +204,9 @@ impl MemoryReadModel for SqliteMemoryReadModel {
             builder.push_bind(tag.clone()).push(")");
         }
         if let Some(before) = filter.before {
-            builder.push(" AND m.memory_id < ").push_bind(before.to_string());
+            builder
+                .push(" AND m.memory_id < ")
+                .push_bind(before.to_string());
         }
         builder
             .push(" ORDER BY m.memory_id DESC LIMIT ")

@@ -69,7 +69,12 @@ async fn lists_with_filters_pages_and_tenant_isolation() {
     let a = TenantId::parse("a").unwrap();
     let b = TenantId::parse("b").unwrap();
     let s1 = SubjectId::parse("s1").unwrap();
-    let pref = memory("s1", MemoryKind::Preference, "likes tea", &["drinks", "tea"]);
+    let pref = memory(
+        "s1",
+        MemoryKind::Preference,
+        "likes tea",
+        &["drinks", "tea"],
+    );
     let fact = memory("s1", MemoryKind::Fact, "has a cat", &["pets"]);
     let mut gone = memory("s1", MemoryKind::Fact, "old", &[]);
     gone.state = MemoryState::Deleted;
@@ -99,10 +104,7 @@ async fn lists_with_filters_pages_and_tenant_isolation() {
         ..all()
     };
     assert_eq!(model.list(&a, &s1, &states).await.unwrap()[0].id, gone.id);
-    let page = MemoryFilter {
-        limit: 1,
-        ..all()
-    };
+    let page = MemoryFilter { limit: 1, ..all() };
     let first = model.list(&a, &s1, &page).await.unwrap();
     let second = model
         .list(

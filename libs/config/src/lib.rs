@@ -1,0 +1,458 @@
+//! Typed settings for every mnemo process: defaults, then a TOML file
+//! (`MNEMO_CONFIG`, or `mnemo.toml` in the data dir when present), then
+//! `MNEMO_*` environment variables, then command-line flags. Unknown keys
+//! are refused, secrets are `secrecy` types, and everything is validated
+//! once here so nothing downstream re-checks (ripgrep's raw → checked args).
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use mnemo_auth::JwtAlgorithm;
+use mnemo_pii::Policy;
+use mnemo_telemetry::LogFormat;
+use secrecy::SecretString;
+use serde::Deserialize;
+
+pub const DEFAULT_DATA_DIR: &str = "./mnemo-data";
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+pub const DEFAULT_ISSUER: &str = "mnemo";
+pub const DEFAULT_AUDIENCE: &str = "mnemo";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("config file {path} is invalid: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("setting {key} is invalid: {message}")]
+    Invalid { key: String, message: String },
+}
+
+fn invalid(key: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_owned(),
+        message: message.into(),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSettings {
+    data_dir: Option<PathBuf>,
+    listen: Option<String>,
+    master_key: Option<String>,
+    #[serde(default)]
+    auth: RawAuth,
+    #[serde(default)]
+    pii: RawPii,
+    #[serde(default)]
+    limits: RawLimits,
+    #[serde(default)]
+    telemetry: RawTelemetry,
+    #[serde(default)]
+    bus: RawBus,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAuth {
+    issuer: Option<String>,
+    audience: Option<String>,
+    hs256_secret: Option<String>,
+    #[serde(default)]
+    public_keys: Vec<RawPublicKey>,
+    allowed_algorithms: Option<Vec<String>>,
+    leeway_seconds: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPublicKey {
+    algorithm: String,
+    pem_file: PathBuf,
+    kid: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPii {
+    default: Option<Policy>,
+    #[serde(default)]
+    tenants: BTreeMap<String, Policy>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    max_body_bytes: Option<usize>,
+    max_messages_per_request: Option<usize>,
+    max_content_chars: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTelemetry {
+    log_format: Option<LogFormat>,
+    log_filter: Option<String>,
+    otlp_endpoint: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBus {
+    partitions: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PublicKeySetting {
+    pub algorithm: JwtAlgorithm,
+    pub pem_file: PathBuf,
+    pub kid: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct AuthSettings {
+    pub issuer: String,
+    pub audience: String,
+    /// None: the embedded mode uses (and creates) the dev secret in the data dir.
+    pub hs256_secret: Option<SecretString>,
+    pub public_keys: Vec<PublicKeySetting>,
+    pub allowed_algorithms: Vec<JwtAlgorithm>,
+    pub leeway_seconds: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct PiiSettings {
+    pub default: Policy,
+    pub tenants: BTreeMap<String, Policy>,
+}
+
+impl PiiSettings {
+    pub fn policy_for(&self, tenant: &str) -> &Policy {
+        self.tenants.get(tenant).unwrap_or(&self.default)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_body_bytes: usize,
+    pub max_messages_per_request: usize,
+    pub max_content_chars: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct TelemetrySettings {
+    pub log_format: LogFormat,
+    pub log_filter: String,
+    pub otlp_endpoint: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    /// None: the embedded mode generates `master.key` in the data dir.
+    pub master_key: Option<SecretString>,
+    pub auth: AuthSettings,
+    pub pii: PiiSettings,
+    pub limits: Limits,
+    pub telemetry: TelemetrySettings,
+    pub bus_partitions: u32,
+}
+
+impl Settings {
+    pub fn master_key_file(&self) -> PathBuf {
+        self.data_dir.join("master.key")
+    }
+
+    pub fn dev_secret_file(&self) -> PathBuf {
+        self.data_dir.join("jwt-dev.secret")
+    }
+
+    pub fn database_file(&self) -> PathBuf {
+        self.data_dir.join("mnemo.db")
+    }
+}
+
+/// Values given on the command line; they win over everything else.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub config_file: Option<PathBuf>,
+    pub data_dir: Option<PathBuf>,
+    pub listen: Option<String>,
+}
+
+/// Loads settings from the process environment.
+pub fn load(overrides: &Overrides) -> Result<Settings, ConfigError> {
+    let env: HashMap<String, String> = std::env::vars().collect();
+    load_from(overrides, &env)
+}
+
+/// Loads settings from an explicit environment (testable).
+pub fn load_from(
+    overrides: &Overrides,
+    env: &HashMap<String, String>,
+) -> Result<Settings, ConfigError> {
+    let get = |key: &str| env.get(key).filter(|v| !v.is_empty()).cloned();
+
+    // The data dir decides where the default config file is, so settle it first.
+    let explicit_file = overrides
+        .config_file
+        .clone()
+        .or_else(|| get("MNEMO_CONFIG").map(PathBuf::from));
+    let mut raw = match &explicit_file {
+        Some(path) => read_file(path)?,
+        None => RawSettings::default(),
+    };
+    let data_dir = overrides
+        .data_dir
+        .clone()
+        .or_else(|| get("MNEMO_DATA_DIR").map(PathBuf::from))
+        .or_else(|| raw.data_dir.clone())
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+    if explicit_file.is_none() {
+        let implicit = data_dir.join("mnemo.toml");
+        if implicit.is_file() {
+            raw = read_file(&implicit)?;
+        }
+    }
+
+    let listen_raw = overrides
+        .listen
+        .clone()
+        .or_else(|| get("MNEMO_LISTEN"))
+        .or(raw.listen)
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+    let listen: SocketAddr = listen_raw.parse().map_err(|_| {
+        invalid(
+            "listen",
+            "expected HOST:PORT with an IP address, e.g. 127.0.0.1:8080",
+        )
+    })?;
+
+    let master_key = get("MNEMO_MASTER_KEY")
+        .or(raw.master_key)
+        .map(SecretString::from);
+
+    let auth = raw.auth;
+    let allowed_algorithms = match auth.allowed_algorithms {
+        Some(names) => names
+            .iter()
+            .map(|name| {
+                name.parse::<JwtAlgorithm>().map_err(|_| {
+                    invalid(
+                        "auth.allowed_algorithms",
+                        format!("unknown algorithm {name}"),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        None => vec![
+            JwtAlgorithm::HS256,
+            JwtAlgorithm::RS256,
+            JwtAlgorithm::ES256,
+            JwtAlgorithm::EdDSA,
+        ],
+    };
+    let public_keys = auth
+        .public_keys
+        .into_iter()
+        .map(|key| {
+            Ok(PublicKeySetting {
+                algorithm: key.algorithm.parse::<JwtAlgorithm>().map_err(|_| {
+                    invalid(
+                        "auth.public_keys.algorithm",
+                        format!("unknown algorithm {}", key.algorithm),
+                    )
+                })?,
+                pem_file: key.pem_file,
+                kid: key.kid,
+            })
+        })
+        .collect::<Result<Vec<_>, ConfigError>>()?;
+    let hs256_secret = get("MNEMO_JWT_SECRET").or(auth.hs256_secret);
+    if let Some(secret) = &hs256_secret {
+        if secret.len() < 32 {
+            return Err(invalid("auth.hs256_secret", "must be at least 32 bytes"));
+        }
+    }
+    let auth = AuthSettings {
+        issuer: get("MNEMO_JWT_ISSUER")
+            .or(auth.issuer)
+            .unwrap_or_else(|| DEFAULT_ISSUER.to_owned()),
+        audience: get("MNEMO_JWT_AUDIENCE")
+            .or(auth.audience)
+            .unwrap_or_else(|| DEFAULT_AUDIENCE.to_owned()),
+        hs256_secret: hs256_secret.map(SecretString::from),
+        public_keys,
+        allowed_algorithms,
+        leeway_seconds: auth.leeway_seconds.unwrap_or(30),
+    };
+    if auth.leeway_seconds > 300 {
+        return Err(invalid("auth.leeway_seconds", "at most 300"));
+    }
+
+    let limits = Limits {
+        max_body_bytes: raw.limits.max_body_bytes.unwrap_or(1024 * 1024),
+        max_messages_per_request: raw.limits.max_messages_per_request.unwrap_or(100),
+        max_content_chars: raw.limits.max_content_chars.unwrap_or(32 * 1024),
+    };
+    if limits.max_body_bytes == 0
+        || limits.max_messages_per_request == 0
+        || limits.max_content_chars == 0
+    {
+        return Err(invalid("limits", "every limit must be greater than zero"));
+    }
+
+    let telemetry = TelemetrySettings {
+        log_format: match get("MNEMO_LOG_FORMAT") {
+            Some(format) => match format.as_str() {
+                "text" => LogFormat::Text,
+                "json" => LogFormat::Json,
+                _ => return Err(invalid("MNEMO_LOG_FORMAT", "text or json")),
+            },
+            None => raw.telemetry.log_format.unwrap_or_default(),
+        },
+        log_filter: get("MNEMO_LOG")
+            .or(raw.telemetry.log_filter)
+            .unwrap_or_else(|| "info".to_owned()),
+        otlp_endpoint: get("MNEMO_OTLP_ENDPOINT")
+            .or_else(|| get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+            .or(raw.telemetry.otlp_endpoint),
+    };
+
+    let bus_partitions = raw.bus.partitions.unwrap_or(1);
+    if bus_partitions == 0 {
+        return Err(invalid("bus.partitions", "must be at least 1"));
+    }
+
+    Ok(Settings {
+        data_dir,
+        listen,
+        master_key,
+        auth,
+        pii: PiiSettings {
+            default: raw.pii.default.unwrap_or_default(),
+            tenants: raw.pii.tenants,
+        },
+        limits,
+        telemetry,
+        bus_partitions,
+    })
+}
+
+fn read_file(path: &Path) -> Result<RawSettings, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|error| ConfigError::Parse {
+        path: path.to_owned(),
+        message: error.message().to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mnemo_pii::{Action, PiiKind};
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_apply() {
+        let settings = load_from(&Overrides::default(), &env(&[])).unwrap();
+        assert_eq!(settings.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(settings.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
+        assert_eq!(settings.auth.issuer, "mnemo");
+        assert_eq!(settings.limits.max_messages_per_request, 100);
+    }
+
+    #[test]
+    fn file_then_env_then_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "listen = \"127.0.0.1:9000\"\n[pii.default]\ndefault = \"mask\"\n[pii.tenants.acme.kinds]\nemail = \"pseudonymize\"\n",
+        )
+        .unwrap();
+        let from_file = load_from(
+            &Overrides::default(),
+            &env(&[("MNEMO_CONFIG", file.to_str().unwrap())]),
+        )
+        .unwrap();
+        assert_eq!(from_file.listen.port(), 9000);
+        assert_eq!(from_file.pii.default.default, Action::Mask);
+        assert_eq!(
+            from_file.pii.policy_for("acme").action_for(PiiKind::Email),
+            Action::Pseudonymize
+        );
+        let from_env = load_from(
+            &Overrides::default(),
+            &env(&[
+                ("MNEMO_CONFIG", file.to_str().unwrap()),
+                ("MNEMO_LISTEN", "127.0.0.1:9100"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(from_env.listen.port(), 9100);
+        let from_flag = load_from(
+            &Overrides {
+                listen: Some("127.0.0.1:9200".into()),
+                ..Default::default()
+            },
+            &env(&[("MNEMO_LISTEN", "127.0.0.1:9100")]),
+        )
+        .unwrap();
+        assert_eq!(from_flag.listen.port(), 9200);
+    }
+
+    #[test]
+    fn a_config_file_in_the_data_dir_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("mnemo.toml"), "[bus]\npartitions = 4\n").unwrap();
+        let settings = load_from(
+            &Overrides {
+                data_dir: Some(dir.path().to_owned()),
+                ..Default::default()
+            },
+            &env(&[]),
+        )
+        .unwrap();
+        assert_eq!(settings.bus_partitions, 4);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "listen_port = 1\n").unwrap();
+        let error = load_from(
+            &Overrides {
+                config_file: Some(file),
+                ..Default::default()
+            },
+            &env(&[]),
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("listen_port"), "{error}");
+        assert!(load_from(&Overrides::default(), &env(&[("MNEMO_LISTEN", "nope")])).is_err());
+        assert!(load_from(
+            &Overrides::default(),
+            &env(&[("MNEMO_JWT_SECRET", "short")])
+        )
+        .is_err());
+        assert!(load_from(&Overrides::default(), &env(&[("MNEMO_LOG_FORMAT", "xml")])).is_err());
+    }
+}

@@ -1,0 +1,178 @@
+use std::fmt;
+use std::sync::Arc;
+
+use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::{Aes256Gcm, Key, Nonce};
+use mnemo_domain::{SubjectId, TenantId};
+use rand::rngs::OsRng;
+use rand::RngCore;
+use zeroize::Zeroizing;
+
+/// AES-GCM nonce length. Nonces are random: a data key seals one subject's
+/// content only, far below the 2^32 messages where random 96-bit nonces
+/// start to risk a collision.
+pub(crate) const NONCE_LEN: usize = 12;
+/// AES-GCM tag length, appended to every ciphertext.
+pub(crate) const TAG_LEN: usize = 16;
+
+/// A subject's 256-bit data key. Wiped on drop; `Debug` prints no bytes; not
+/// `Clone` so copies cannot silently multiply (share it through `Arc`).
+pub struct DataKey {
+    bytes: Zeroizing<[u8; 32]>,
+}
+
+impl DataKey {
+    /// A fresh random key from the OS generator.
+    pub fn generate() -> Self {
+        let mut bytes = Zeroizing::new([0u8; 32]);
+        OsRng.fill_bytes(&mut bytes[..]);
+        Self { bytes }
+    }
+
+    /// Wraps existing key bytes (for key stores in other crates that unwrap
+    /// keys themselves). The caller should wipe its own copy.
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self {
+            bytes: Zeroizing::new(bytes),
+        }
+    }
+
+    pub(crate) fn expose(&self) -> &[u8; 32] {
+        &self.bytes
+    }
+
+    /// A cipher instance for this key. Built per operation rather than kept:
+    /// key expansion is cheap next to JSON handling, and one fewer long-lived
+    /// copy of the key schedule exists (it is wiped on drop either way).
+    pub(crate) fn aead(&self) -> Aes256Gcm {
+        Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(&self.bytes[..]))
+    }
+}
+
+impl PartialEq for DataKey {
+    /// Constant-time comparison: no early exit on the first differing byte.
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes
+            .iter()
+            .zip(other.bytes.iter())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+    }
+}
+
+impl Eq for DataKey {}
+
+impl fmt::Debug for DataKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DataKey(<redacted>)")
+    }
+}
+
+/// A data key together with its public id (the `kid` in sealed markers).
+#[derive(Clone, Debug)]
+pub struct KeyRef {
+    pub key_id: String,
+    pub key: Arc<DataKey>,
+}
+
+/// A new, random, non-secret key id. Random (not derived from tenant and
+/// subject) so that a subject's key after an erasure has a different id and
+/// old ciphertexts can never be matched to the new key.
+pub fn new_key_id() -> String {
+    let mut raw = [0u8; 16];
+    OsRng.fill_bytes(&mut raw);
+    format!("dk_{}", hex::encode(raw))
+}
+
+/// Associated data binding a ciphertext to its place: `tenant \0 subject \0
+/// kid`. Tenant and subject ids cannot contain NUL (they are validated), so
+/// the encoding is unambiguous even when `kid` comes from an untrusted
+/// payload.
+pub(crate) fn aad(tenant: &TenantId, subject: &SubjectId, key_id: &str) -> Vec<u8> {
+    let mut aad =
+        Vec::with_capacity(tenant.as_str().len() + subject.as_str().len() + key_id.len() + 2);
+    aad.extend_from_slice(tenant.as_str().as_bytes());
+    aad.push(0);
+    aad.extend_from_slice(subject.as_str().as_bytes());
+    aad.push(0);
+    aad.extend_from_slice(key_id.as_bytes());
+    aad
+}
+
+/// Encrypts with a fresh random nonce. Returns (nonce, ciphertext || tag).
+pub(crate) fn seal_bytes(
+    cipher: &Aes256Gcm,
+    aad: &[u8],
+    plaintext: &[u8],
+) -> Result<([u8; NONCE_LEN], Vec<u8>), crate::CryptoError> {
+    let mut nonce = [0u8; NONCE_LEN];
+    OsRng.fill_bytes(&mut nonce);
+    let ct = cipher
+        .encrypt(
+            Nonce::from_slice(&nonce),
+            Payload {
+                msg: plaintext,
+                aad,
+            },
+        )
+        .map_err(|_| crate::CryptoError::Encrypt)?;
+    Ok((nonce, ct))
+}
+
+/// Decrypts and authenticates; `None` when authentication fails (the caller
+/// knows which error that is in its context).
+pub(crate) fn open_bytes(
+    cipher: &Aes256Gcm,
+    aad: &[u8],
+    nonce: &[u8; NONCE_LEN],
+    ciphertext: &[u8],
+) -> Option<Vec<u8>> {
+    cipher
+        .decrypt(
+            Nonce::from_slice(nonce),
+            Payload {
+                msg: ciphertext,
+                aad,
+            },
+        )
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(t: &str, s: &str) -> (TenantId, SubjectId) {
+        (TenantId::parse(t).unwrap(), SubjectId::parse(s).unwrap())
+    }
+
+    #[test]
+    fn aad_binds_ciphertext_to_tenant_subject_and_key_id() {
+        // Same key everywhere: only the associated data differs, so each
+        // failure below is the AAD's doing.
+        let key = DataKey::generate();
+        let cipher = key.aead();
+        let (t, a) = ids("t1", "alice");
+        let (t2, b) = ids("t2", "bob");
+        let (nonce, ct) = seal_bytes(&cipher, &aad(&t, &a, "k1"), b"secret").unwrap();
+
+        assert_eq!(
+            open_bytes(&cipher, &aad(&t, &a, "k1"), &nonce, &ct).as_deref(),
+            Some(&b"secret"[..])
+        );
+        assert!(open_bytes(&cipher, &aad(&t, &b, "k1"), &nonce, &ct).is_none());
+        assert!(open_bytes(&cipher, &aad(&t2, &a, "k1"), &nonce, &ct).is_none());
+        assert!(open_bytes(&cipher, &aad(&t, &a, "k2"), &nonce, &ct).is_none());
+    }
+
+    #[test]
+    fn data_key_debug_is_redacted_and_ids_are_unique() {
+        let key = DataKey::generate();
+        let shown = format!("{key:?}");
+        assert_eq!(shown, "DataKey(<redacted>)");
+        assert!(!shown.contains(&hex::encode(key.expose())));
+        assert_ne!(new_key_id(), new_key_id());
+        assert_ne!(DataKey::generate(), key);
+        assert_eq!(DataKey::from_bytes(*key.expose()), key);
+    }
+}

@@ -1,0 +1,42 @@
+//! Where subject data keys live. One live key per (tenant, subject); erasure
+//! deletes it, which is what makes the subject's sealed content unreadable.
+
+use std::sync::Arc;
+
+use mnemo_domain::{SubjectId, TenantId};
+
+use crate::{CryptoError, DataKey, KeyRef};
+
+mod memory;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+pub use memory::MemorySubjectKeyStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteSubjectKeyStore;
+
+#[async_trait::async_trait]
+pub trait SubjectKeyStore: Send + Sync {
+    /// The subject's live key, created (and persisted, wrapped) on first use.
+    /// Concurrent callers for the same subject get the same key.
+    async fn get_or_create(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<KeyRef, CryptoError>;
+
+    /// A key by id, `None` when it was destroyed (or never existed for this
+    /// tenant/subject: a key id of another subject is not found, so a
+    /// ciphertext cannot be opened under a borrowed key).
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        key_id: &str,
+    ) -> Result<Option<Arc<DataKey>>, CryptoError>;
+
+    /// Destroys every key of the subject. Returns how many were destroyed.
+    /// After this, `get()` returns `None` for them and `get_or_create` makes a
+    /// new key with a new id.
+    async fn destroy(&self, tenant: &TenantId, subject: &SubjectId) -> Result<u32, CryptoError>;
+}

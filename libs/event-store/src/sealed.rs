@@ -1,0 +1,136 @@
+//! The one path between domain events and the log: [`SealedLog`] seals
+//! subject content with the subject's key before an append and opens it
+//! after a read, so no service can store clear subject text by mistake.
+
+use std::sync::Arc;
+
+use mnemo_crypto::{CryptoError, SubjectCipher};
+use mnemo_domain::events::EventDecodeError;
+use mnemo_domain::{
+    DomainEvent, EventId, EventMetadata, NewEvent, RecordedEvent, SubjectId, TenantId,
+};
+
+use crate::{AppendResult, EventStore, EventStoreError, ExpectedVersion};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error(transparent)]
+    Store(#[from] EventStoreError),
+    #[error("subject key operation failed: {0}")]
+    Crypto(#[from] CryptoError),
+    #[error(transparent)]
+    Decode(#[from] EventDecodeError),
+    #[error("event {0} carries subject content but no subject")]
+    MissingSubject(EventId),
+}
+
+/// An event to append: what happened, about whom, by whom.
+pub struct Pending {
+    pub event_id: EventId,
+    pub subject: Option<SubjectId>,
+    pub event: DomainEvent,
+    pub metadata: EventMetadata,
+}
+
+/// A stored event with its payload opened and decoded.
+#[derive(Debug, Clone)]
+pub struct Decoded {
+    pub recorded: RecordedEvent,
+    pub event: DomainEvent,
+}
+
+#[derive(Clone)]
+pub struct SealedLog {
+    store: Arc<dyn EventStore>,
+    cipher: Arc<SubjectCipher>,
+}
+
+impl SealedLog {
+    pub fn new(store: Arc<dyn EventStore>, cipher: Arc<SubjectCipher>) -> Self {
+        SealedLog { store, cipher }
+    }
+
+    pub fn store(&self) -> &Arc<dyn EventStore> {
+        &self.store
+    }
+
+    pub fn cipher(&self) -> &Arc<SubjectCipher> {
+        &self.cipher
+    }
+
+    /// Seals every event's subject content, then appends them atomically.
+    pub async fn append(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+        expected: ExpectedVersion,
+        events: Vec<Pending>,
+    ) -> Result<AppendResult, LogError> {
+        let mut sealed = Vec::with_capacity(events.len());
+        for pending in events {
+            let mut payload = pending.event.to_payload();
+            match &pending.subject {
+                Some(subject) => {
+                    self.cipher.seal(tenant, subject, &mut payload).await?;
+                }
+                None if mnemo_domain::contains_clear_text(&payload) => {
+                    return Err(LogError::MissingSubject(pending.event_id));
+                }
+                None => {}
+            }
+            sealed.push(NewEvent {
+                event_id: pending.event_id,
+                event_type: pending.event.event_type().to_owned(),
+                schema_version: pending.event.schema_version(),
+                subject: pending.subject,
+                payload,
+                metadata: pending.metadata,
+            });
+        }
+        Ok(self
+            .store
+            .append(tenant, stream_id, expected, sealed)
+            .await?)
+    }
+
+    /// Opens (content reads as erased when the key is gone) and decodes.
+    pub async fn decode(&self, mut recorded: RecordedEvent) -> Result<Decoded, LogError> {
+        if let Some(subject) = &recorded.subject {
+            self.cipher
+                .open(&recorded.tenant, subject, &mut recorded.payload)
+                .await?;
+        }
+        let event = DomainEvent::decode(
+            &recorded.event_type,
+            recorded.schema_version,
+            recorded.payload.clone(),
+        )?;
+        Ok(Decoded { recorded, event })
+    }
+
+    pub async fn decode_all(&self, events: Vec<RecordedEvent>) -> Result<Vec<Decoded>, LogError> {
+        let mut decoded = Vec::with_capacity(events.len());
+        for event in events {
+            decoded.push(self.decode(event).await?);
+        }
+        Ok(decoded)
+    }
+
+    pub async fn read_stream(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+    ) -> Result<Vec<Decoded>, LogError> {
+        let events = self.store.read_stream(tenant, stream_id).await?;
+        self.decode_all(events).await
+    }
+
+    pub async fn read_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<Vec<Decoded>, LogError> {
+        let events = self.store.read_subject(tenant, subject).await?;
+        self.decode_all(events).await
+    }
+}

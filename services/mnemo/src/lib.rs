@@ -1,0 +1,9 @@
+//! The embedded mode: all four services in one process over one SQLite
+//! database, the in-process bus and (next) the qdrant-edge engine. The
+//! binary's `main` only parses the command line; everything it runs lives
+//! here so the API tests can start the same application on a random port.
+
+pub mod secrets;
+pub mod startup;
+
+pub use startup::Application;

@@ -1,0 +1,154 @@
+//! `mnemo`: the embedded server and its tools. Thin on purpose: parse the
+//! command line, set up telemetry, load settings, run.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use mnemo_auth::{MintRequest, Minter, Scope};
+use mnemo_config::{Overrides, Settings};
+use mnemo_domain::{SubjectId, TenantId};
+use mnemo_telemetry::TelemetryConfig;
+use secrecy::ExposeSecret;
+
+#[derive(Parser)]
+#[command(name = "mnemo", version, about = "Long-term memory for LLM agents")]
+struct Cli {
+    /// A TOML config file (default: mnemo.toml in the data dir, when present).
+    #[arg(long, env = "MNEMO_CONFIG", global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the embedded server: ingest, consolidator, retriever and forgetter in one process.
+    Serve {
+        /// Where the database and keys live [env: MNEMO_DATA_DIR] [default: ./mnemo-data]
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// HOST:PORT to listen on [env: MNEMO_LISTEN] [default: 127.0.0.1:8080]
+        #[arg(long)]
+        listen: Option<String>,
+    },
+    /// Mint a development token signed with the data dir's dev secret; prints only the token.
+    Token {
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        #[arg(long)]
+        tenant: String,
+        /// Bind the token to one subject.
+        #[arg(long)]
+        subject: Option<String>,
+        /// Scopes (repeat or space-separate), or `all`.
+        #[arg(long = "scope", num_args = 1.., required = true)]
+        scopes: Vec<String>,
+        /// The actor recorded on every event the token causes.
+        #[arg(long, default_value = "dev")]
+        actor: String,
+        /// Lifetime in seconds.
+        #[arg(long, default_value_t = 86_400)]
+        ttl_seconds: u64,
+    },
+    /// Create or upgrade the database schema, then exit.
+    Migrate {
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+fn settings(
+    config: &Option<PathBuf>,
+    data_dir: Option<PathBuf>,
+    listen: Option<String>,
+) -> anyhow::Result<Settings> {
+    mnemo_config::load(&Overrides {
+        config_file: config.clone(),
+        data_dir,
+        listen,
+    })
+    .context("invalid configuration")
+}
+
+fn parse_scopes(raw: &[String]) -> anyhow::Result<Vec<Scope>> {
+    let mut scopes = Vec::new();
+    for name in raw.iter().flat_map(|r| r.split_whitespace()) {
+        if name == "all" {
+            scopes.extend(Scope::ALL);
+            continue;
+        }
+        let scope = Scope::parse(name).with_context(|| {
+            let known: Vec<_> = Scope::ALL.iter().map(|s| s.as_str()).collect();
+            format!("unknown scope {name}; known: {} or all", known.join(", "))
+        })?;
+        scopes.push(scope);
+    }
+    Ok(scopes)
+}
+
+fn init_telemetry(settings: &Settings) -> anyhow::Result<mnemo_telemetry::TelemetryGuard> {
+    mnemo_telemetry::init(&TelemetryConfig {
+        service_name: "mnemo".to_owned(),
+        log_format: settings.telemetry.log_format,
+        log_filter: settings.telemetry.log_filter.clone(),
+        otlp_endpoint: settings.telemetry.otlp_endpoint.clone(),
+    })
+    .context("cannot set up telemetry")
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    match cli.command {
+        Command::Serve { data_dir, listen } => {
+            let settings = settings(&cli.config, data_dir, listen)?;
+            let _telemetry = init_telemetry(&settings)?;
+            runtime.block_on(async {
+                let app = mnemo::Application::build(settings.clone()).await?;
+                tracing::info!(data_dir = %settings.data_dir.display(), port = app.port(), "mnemo is listening on {}:{}", settings.listen.ip(), app.port());
+                app.run().await
+            })?;
+        }
+        Command::Token {
+            data_dir,
+            tenant,
+            subject,
+            scopes,
+            actor,
+            ttl_seconds,
+        } => {
+            let settings = settings(&cli.config, data_dir, None)?;
+            let secret = match &settings.auth.hs256_secret {
+                Some(secret) => secret.expose_secret().as_bytes().to_vec(),
+                None => mnemo::secrets::load_or_create_dev_secret(&settings.dev_secret_file())?.0,
+            };
+            let minter = Minter::hs256(&secret, &settings.auth.issuer, &settings.auth.audience);
+            let token = minter.mint(&MintRequest {
+                tenant: TenantId::parse(tenant).context("invalid --tenant")?,
+                actor,
+                scopes: parse_scopes(&scopes)?,
+                subject: subject
+                    .map(SubjectId::parse)
+                    .transpose()
+                    .context("invalid --subject")?,
+                ttl: Duration::from_secs(ttl_seconds),
+            })?;
+            println!("{token}");
+        }
+        Command::Migrate { data_dir } => {
+            let settings = settings(&cli.config, data_dir, None)?;
+            let _telemetry = init_telemetry(&settings)?;
+            runtime.block_on(async {
+                std::fs::create_dir_all(&settings.data_dir)?;
+                mnemo_event_store::sqlite::connect(&settings.database_file()).await?;
+                tracing::info!(database = %settings.database_file().display(), "database is up to date");
+                anyhow::Ok(())
+            })?;
+        }
+    }
+    Ok(())
+}

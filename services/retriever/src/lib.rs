@@ -1,0 +1,59 @@
+//! The retriever: keeps the projections of memory events (the read model
+//! now; the vector index next) and serves reads: a memory, a subject's
+//! memories, a memory's history, the subject export, the tenant audit log
+//! and erasure receipts.
+//!
+//! A single memory and its history are read from the log itself (streams
+//! are short), so they are consistent the moment a write returns; lists come
+//! from the read model and trail the log by the relay's lag.
+
+pub mod handlers;
+pub mod projection;
+
+use std::sync::Arc;
+
+use actix_web::web;
+use mnemo_event_store::sealed::SealedLog;
+use mnemo_read_model::MemoryReadModel;
+use mnemo_telemetry::Metrics;
+
+pub use projection::MemoryProjection;
+
+pub struct RetrieverState {
+    pub log: SealedLog,
+    pub read_model: Arc<dyn MemoryReadModel>,
+    pub metrics: Arc<Metrics>,
+}
+
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/v1/memories/{id}"),
+    ("GET", "/v1/memories/{id}/history"),
+    ("GET", "/v1/subjects/{subject}/memories"),
+    ("GET", "/v1/subjects/{subject}/export"),
+    ("GET", "/v1/audit"),
+    ("GET", "/v1/erasures/{id}"),
+];
+
+pub fn configure(state: Arc<RetrieverState>) -> impl Fn(&mut web::ServiceConfig) + Clone {
+    move |cfg: &mut web::ServiceConfig| {
+        cfg.app_data(web::Data::from(state.clone()))
+            .route("/v1/memories/{id}", web::get().to(handlers::get_memory))
+            .route(
+                "/v1/memories/{id}/history",
+                web::get().to(handlers::history),
+            )
+            .route(
+                "/v1/subjects/{subject}/memories",
+                web::get().to(handlers::list_memories),
+            )
+            .route(
+                "/v1/subjects/{subject}/export",
+                web::get().to(handlers::export_subject),
+            )
+            .route("/v1/audit", web::get().to(handlers::audit))
+            .route(
+                "/v1/erasures/{id}",
+                web::get().to(handlers::erasure_receipt),
+            );
+    }
+}
