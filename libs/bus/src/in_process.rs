@@ -79,7 +79,12 @@ impl Bus for InProcessBus {
             return Ok(());
         }
         let _guard = self.inner.write_lock.lock().await;
-        let mut tx = self.inner.pool.begin().await.map_err(backend)?;
+        let mut tx = self
+            .inner
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend)?;
         let mut next: HashMap<i32, i64> = HashMap::new();
         let now = Utc::now().timestamp_micros();
         for record in records {

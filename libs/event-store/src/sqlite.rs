@@ -154,7 +154,14 @@ impl EventStore for SqliteEventStore {
             });
         }
         let _guard = self.write_lock.lock().await;
-        let mut tx = self.pool.begin().await.map_err(backend)?;
+        // IMMEDIATE takes the write lock up front: a deferred transaction
+        // that reads first and writes later fails with SQLITE_BUSY (no
+        // retry) when another connection wrote in between.
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend)?;
 
         let mut existing = Vec::with_capacity(events.len());
         for event in &events {

@@ -81,6 +81,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = path.unwrap_or_else(|| {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/pii-dev/pii-dev.json")
     });
+    let path = path.canonicalize().unwrap_or(path);
     let records: Vec<Record> = serde_json::from_slice(&std::fs::read(&path)?)?;
 
     let detector = Detector::new();

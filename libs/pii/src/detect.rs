@@ -185,6 +185,29 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn long_adversarial_inputs_stay_linear() {
+        // Each input is ~200 KB; a quadratic path would take minutes here
+        // (debug build), a linear one well under a second.
+        let inputs = [
+            "1".repeat(200_000),
+            "1 ".repeat(100_000),
+            "12-".repeat(70_000),
+            "password=".repeat(22_000),
+            "password: x ".repeat(16_000),
+            "GB82".repeat(50_000),
+            "fe80:".repeat(40_000),
+            "1.2.".repeat(50_000),
+            "a@".repeat(100_000),
+            "密码是".repeat(22_000),
+        ];
+        let started = std::time::Instant::now();
+        for text in &inputs {
+            let _ = Detector::shared().detect(text);
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    }
+
+    #[test]
     fn plain_text_has_no_detections() {
         for text in [
             "",

@@ -84,7 +84,11 @@ impl MemoryReadModel for SqliteMemoryReadModel {
         };
         let tags = serde_json::to_string(&memory.tags).expect("tags serialize");
         let provenance = serde_json::to_string(&memory.provenance).expect("provenance serializes");
-        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend)?;
         let written = sqlx::query(
             "INSERT INTO memories (tenant_id, memory_id, subject_id, kind, content, tags, confidence, \
              importance, state, version, provenance, session_id, agent_id, reinforcements, superseded_by, \
@@ -139,7 +143,11 @@ impl MemoryReadModel for SqliteMemoryReadModel {
     }
 
     async fn remove(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), ReadModelError> {
-        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend)?;
         for table in ["memories", "memory_tags"] {
             sqlx::query(&format!(
                 "DELETE FROM {table} WHERE tenant_id = ? AND memory_id = ?"
@@ -224,7 +232,11 @@ impl MemoryReadModel for SqliteMemoryReadModel {
         tenant: &TenantId,
         subject: &SubjectId,
     ) -> Result<u64, ReadModelError> {
-        let mut tx = self.pool.begin().await.map_err(backend)?;
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend)?;
         sqlx::query(
             "DELETE FROM memory_tags WHERE tenant_id = ?1 AND memory_id IN \
              (SELECT memory_id FROM memories WHERE tenant_id = ?1 AND subject_id = ?2)",

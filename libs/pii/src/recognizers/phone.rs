@@ -26,8 +26,8 @@ const CANDIDATE: &str = concat!(
 // A phone label ending at most 16 non-digit characters before the number.
 // English labels must start a word, so `hotel 1234567` is not labelled.
 const LABEL: &str = concat!(
-    r"(?i)(?:(?:^|[^a-z])(?:phone|tel|telephone|mobile|cell|fax|call|whatsapp|desk|office|direct|landline|hotline)",
-    r"|电话|手机|联系方式)[^0-9\n]{0,16}$",
+    r"(?i)(?:(?:^|[^a-z])(?:phone|tel|telephone|mobile|cell|fax|call|whatsapp",
+    r"|desk|office|direct|landline|hotline)|电话|手机|联系方式)[^0-9\n]{0,16}$",
 );
 
 /// How far back the label search looks, in bytes.

@@ -24,98 +24,17 @@ const LABEL: &str = concat!(
 
 /// Words that follow "password is" / "password:" in ordinary prose about
 /// passwords ("the password is incorrect"); never taken as the value.
+#[rustfmt::skip]
 const NOT_A_VALUE: &[&str] = &[
-    "a",
-    "an",
-    "the",
-    "my",
-    "your",
-    "his",
-    "her",
-    "our",
-    "their",
-    "its",
-    "this",
-    "that",
-    "not",
-    "too",
-    "also",
-    "still",
-    "now",
-    "only",
-    "very",
-    "so",
-    "just",
-    "being",
-    "same",
-    "required",
-    "incorrect",
-    "wrong",
-    "invalid",
-    "correct",
-    "right",
-    "empty",
-    "blank",
-    "missing",
-    "expired",
-    "set",
-    "unset",
-    "changed",
-    "reset",
-    "weak",
-    "strong",
-    "long",
-    "short",
-    "case-sensitive",
-    "hidden",
-    "encrypted",
-    "hashed",
-    "stored",
-    "saved",
-    "needed",
-    "mandatory",
-    "optional",
-    "ok",
-    "fine",
-    "secure",
-    "insecure",
-    "safe",
-    "none",
-    "null",
-    "protected",
-    "different",
-    "incorrectly",
-    "here",
-    "there",
-    "below",
-    "above",
-    "what",
-    "which",
-    "how",
-    "where",
-    "when",
-    "why",
-    "and",
-    "or",
-    "for",
-    "in",
-    "on",
-    "at",
-    "of",
-    "to",
-    "is",
-    "was",
-    "be",
-    "什么",
-    "多少",
-    "啥",
-    "错的",
-    "对的",
-    "正确",
-    "错误",
-    "正确的",
-    "错误的",
-    "空的",
+    "a", "an", "the", "my", "your", "his", "her", "our", "their", "its", "this", "that", "not",
+    "too", "also", "still", "now", "only", "very", "so", "just", "being", "same", "required",
+    "incorrect", "wrong", "invalid", "correct", "right", "empty", "blank", "missing", "expired",
+    "set", "unset", "changed", "reset", "weak", "strong", "long", "short", "case-sensitive",
+    "hidden", "encrypted", "hashed", "stored", "saved", "needed", "mandatory", "optional", "ok",
+    "fine", "secure", "insecure", "safe", "none", "null", "protected", "different",
+    "incorrectly", "here", "there", "below", "above", "what", "which", "how", "where", "when",
+    "why", "and", "or", "for", "in", "on", "at", "of", "to", "is", "was", "be", "什么", "多少", "啥",
+    "错的", "对的", "正确", "错误", "正确的", "错误的", "空的",
 ];
 
 pub(crate) struct SecretRecognizer {
@@ -150,7 +69,12 @@ impl SecretRecognizer {
                 }
             }
         }
-        for m in self.label.find_iter(text) {
+        // Resume after each value, not after its label: a label inside a
+        // value (`password=password=…`) is part of that value, and rescanning
+        // it would make long label-dense inputs quadratic.
+        let mut pos = 0;
+        while let Some(m) = self.label.find_at(text, pos) {
+            pos = m.end();
             // English labels must start a word (`mypassword` is not one);
             // `_` may precede them, as in `DB_PASSWORD=`.
             let label_start_ok = m.as_str().starts_with(['密', '口'])
@@ -160,6 +84,7 @@ impl SecretRecognizer {
             }
             if let Some((start, end)) = value_span(text, m.end()) {
                 out.push(secret(start, end));
+                pos = end;
             }
         }
     }

@@ -1,0 +1,11 @@
+//! API tests: the embedded application on a random port with a fresh data
+//! dir, driven over real HTTP.
+
+mod bad_input;
+mod erasure;
+mod helpers;
+mod jwt;
+mod memories;
+mod messages;
+mod openapi;
+mod tenancy;
