@@ -3,6 +3,7 @@
 //! binary's `main` only parses the command line; everything it runs lives
 //! here so the API tests can start the same application on a random port.
 
+pub mod bench;
 pub mod secrets;
 pub mod startup;
 

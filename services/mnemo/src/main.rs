@@ -52,10 +52,37 @@ enum Command {
         #[arg(long, default_value_t = 86_400)]
         ttl_seconds: u64,
     },
+    /// Measure performance and print figures.
+    Bench {
+        #[command(subcommand)]
+        what: BenchCommand,
+    },
     /// Create or upgrade the database schema, then exit.
     Migrate {
         #[arg(long)]
         data_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Messages/s through POST /v1/subjects/{subject}/messages over HTTP.
+    Ingest {
+        /// A running server; default: an embedded one on a temporary data dir.
+        #[arg(long, requires = "token")]
+        url: Option<String>,
+        /// A token with memories:write for --url.
+        #[arg(long)]
+        token: Option<String>,
+        #[arg(long, default_value_t = 20_000)]
+        messages: usize,
+        /// Batch sizes to measure, one round each.
+        #[arg(long = "batch", num_args = 1.., default_values_t = [1usize, 10, 100])]
+        batches: Vec<usize>,
+        #[arg(long, default_value_t = 8)]
+        concurrency: usize,
+        #[arg(long, default_value_t = 16)]
+        subjects: usize,
     },
 }
 
@@ -138,6 +165,34 @@ fn main() -> anyhow::Result<()> {
                 ttl: Duration::from_secs(ttl_seconds),
             })?;
             println!("{token}");
+        }
+        Command::Bench {
+            what:
+                BenchCommand::Ingest {
+                    url,
+                    token,
+                    messages,
+                    batches,
+                    concurrency,
+                    subjects,
+                },
+        } => {
+            anyhow::ensure!(
+                messages > 0 && concurrency > 0 && subjects > 0 && batches.iter().all(|b| *b > 0),
+                "counts must be positive"
+            );
+            runtime.block_on(mnemo::bench::ingest(
+                mnemo::bench::IngestBench {
+                    url,
+                    token,
+                    messages,
+                    batch: 1,
+                    concurrency,
+                    subjects,
+                    round: 0,
+                },
+                &batches,
+            ))?;
         }
         Command::Migrate { data_dir } => {
             let settings = settings(&cli.config, data_dir, None)?;
