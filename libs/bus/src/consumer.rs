@@ -84,7 +84,7 @@ async fn process(
     delivery: &Delivery,
 ) {
     let event: RecordedEvent = match serde_json::from_slice::<EventEnvelope>(&delivery.payload) {
-        Ok(envelope) => envelope.into(),
+        Ok(event) => event,
         Err(error) => {
             tracing::error!(group = %options.group, topic = %delivery.topic, offset = delivery.offset, "undecodable bus record");
             dead_letter(

@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use mnemo_event_store::EventStore;
 
-use crate::envelope::{record_key, EventEnvelope};
+use crate::envelope::record_key;
 use crate::{topics, Bus, BusError, OutgoingRecord};
 
 /// Where a named reader of the log has got to.
@@ -155,8 +155,8 @@ impl Relay {
                 headers.push(("traceparent".to_owned(), traceparent.clone()));
             }
             let key = record_key(&event);
-            let payload = serde_json::to_vec(&EventEnvelope::from(event))
-                .map_err(|e| BusError::Backend(e.to_string()))?;
+            let payload =
+                serde_json::to_vec(&event).map_err(|e| BusError::Backend(e.to_string()))?;
             batch.push(OutgoingRecord {
                 key,
                 payload,

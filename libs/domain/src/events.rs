@@ -383,8 +383,9 @@ pub struct NewEvent {
     pub metadata: EventMetadata,
 }
 
-/// An event as stored, payload still sealed.
-#[derive(Debug, Clone, PartialEq)]
+/// An event as stored, payload still sealed. It is also the wire form of an
+/// event on the bus, so it is a compatibility promise like the payloads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecordedEvent {
     pub global_position: i64,
     pub event_id: EventId,

@@ -14,4 +14,4 @@ pub mod text;
 pub use events::{DomainEvent, EventMetadata, NewEvent, RecordedEvent};
 pub use ids::{AgentId, ErasureId, EventId, IdError, MemoryId, SessionId, SubjectId, TenantId};
 pub use memory::{importance_for, Memory, MemoryKind, MemoryState, Producer, Provenance};
-pub use text::{contains_clear_text, SubjectText};
+pub use text::SubjectText;

@@ -113,31 +113,3 @@ mod tests {
         assert!(!format!("{text:?}").contains("secret"));
     }
 }
-
-/// True when a JSON tree still holds a clear `{"$text": ..}` marker: such a
-/// payload has not been sealed and must not be stored.
-pub fn contains_clear_text(value: &serde_json::Value) -> bool {
-    match value {
-        serde_json::Value::Object(object) => {
-            (object.len() == 1 && object.contains_key("$text"))
-                || object.values().any(contains_clear_text)
-        }
-        serde_json::Value::Array(items) => items.iter().any(contains_clear_text),
-        _ => false,
-    }
-}
-
-#[cfg(test)]
-mod clear_text_tests {
-    use super::*;
-
-    #[test]
-    fn finds_nested_clear_markers() {
-        assert!(contains_clear_text(
-            &serde_json::json!({"a": [{"b": {"$text": "x"}}]})
-        ));
-        assert!(!contains_clear_text(
-            &serde_json::json!({"a": [{"b": {"$sealed": {"ct": "x"}}}], "$text": 1, "c": 2})
-        ));
-    }
-}

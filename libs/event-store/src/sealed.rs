@@ -73,7 +73,7 @@ impl SealedLog {
                 Some(subject) => {
                     self.cipher.seal(tenant, subject, &mut payload).await?;
                 }
-                None if mnemo_domain::contains_clear_text(&payload) => {
+                None if mnemo_crypto::contains_clear_text(&payload) => {
                     return Err(LogError::MissingSubject(pending.event_id));
                 }
                 None => {}

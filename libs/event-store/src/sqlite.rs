@@ -13,9 +13,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
-use mnemo_domain::{
-    contains_clear_text, EventId, EventMetadata, NewEvent, RecordedEvent, SubjectId, TenantId,
-};
+use mnemo_domain::{EventId, EventMetadata, NewEvent, RecordedEvent, SubjectId, TenantId};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, SqlitePool};
 use tokio::sync::{watch, Mutex};
@@ -148,7 +146,10 @@ impl EventStore for SqliteEventStore {
         if events.is_empty() {
             return Err(EventStoreError::EmptyAppend);
         }
-        if let Some(event) = events.iter().find(|e| contains_clear_text(&e.payload)) {
+        if let Some(event) = events
+            .iter()
+            .find(|e| mnemo_crypto::contains_clear_text(&e.payload))
+        {
             return Err(EventStoreError::UnsealedPayload {
                 event_type: event.event_type.clone(),
             });

@@ -6,6 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use mnemo_auth::AuthError;
 use mnemo_domain::IdError;
+use mnemo_event_store::sealed::LogError;
 use mnemo_event_store::EventStoreError;
 use serde_json::json;
 
@@ -143,6 +144,15 @@ impl From<EventStoreError> for ApiError {
                 ApiError::conflict("id_taken", "that id is already used by another resource")
             }
             EventStoreError::Backend(_) => ApiError::unavailable(error),
+            other => ApiError::internal(other),
+        }
+    }
+}
+
+impl From<LogError> for ApiError {
+    fn from(error: LogError) -> Self {
+        match error {
+            LogError::Store(store) => store.into(),
             other => ApiError::internal(other),
         }
     }

@@ -29,13 +29,6 @@ const MAX_TAG_CHARS: usize = 64;
 const MAX_MESSAGE_ID_CHARS: usize = 128;
 const MAX_REASON_CHARS: usize = 1000;
 
-pub(crate) fn log_error(error: LogError) -> ApiError {
-    match error {
-        LogError::Store(store) => store.into(),
-        other => ApiError::internal(other),
-    }
-}
-
 fn subject_from_path(raw: &str) -> Result<SubjectId, ApiError> {
     Ok(SubjectId::parse(raw)?)
 }
@@ -115,13 +108,9 @@ pub struct MessageBatch {
 pub struct MessageInput {
     pub role: Role,
     pub content: String,
-    #[serde(default)]
     pub id: Option<String>,
-    #[serde(default)]
     pub timestamp: Option<DateTime<Utc>>,
-    #[serde(default)]
     pub session: Option<String>,
-    #[serde(default)]
     pub agent: Option<String>,
 }
 
@@ -262,7 +251,7 @@ pub async fn post_messages(
             pending,
         )
         .await
-        .map_err(log_error)?;
+        .map_err(ApiError::from)?;
     let fresh = result.events.iter().filter(|e| !e.duplicate).count();
     state
         .metrics
@@ -293,13 +282,9 @@ pub struct NewMemoryInput {
     pub kind: MemoryKind,
     #[serde(default)]
     pub tags: Vec<String>,
-    #[serde(default)]
     pub confidence: Option<f32>,
-    #[serde(default)]
     pub importance: Option<f32>,
-    #[serde(default)]
     pub session: Option<String>,
-    #[serde(default)]
     pub agent: Option<String>,
 }
 
@@ -362,7 +347,7 @@ pub async fn create_memory(
             }],
         )
         .await
-        .map_err(log_error)?;
+        .map_err(ApiError::from)?;
     state
         .metrics
         .events_appended_total
@@ -389,7 +374,7 @@ async fn load_memory(
         .log
         .read_stream(tenant, &streams::memory(&id))
         .await
-        .map_err(log_error)?;
+        .map_err(ApiError::from)?;
     let subject = events
         .first()
         .and_then(|e| e.recorded.subject.clone())
@@ -450,19 +435,12 @@ fn reason_text(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReviseInput {
-    #[serde(default)]
     pub content: Option<String>,
-    #[serde(default)]
     pub kind: Option<MemoryKind>,
-    #[serde(default)]
     pub tags: Option<Vec<String>>,
-    #[serde(default)]
     pub confidence: Option<f32>,
-    #[serde(default)]
     pub importance: Option<f32>,
-    #[serde(default)]
     pub reason: Option<String>,
-    #[serde(default)]
     pub expected_version: Option<u64>,
 }
 
@@ -550,7 +528,7 @@ async fn append_change(
                 "version_conflict",
                 format!("the memory is at version {actual}; fetch it and retry"),
             ),
-            other => log_error(other),
+            other => other.into(),
         })?;
     state
         .metrics
@@ -568,7 +546,6 @@ async fn append_change(
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeleteInput {
-    #[serde(default)]
     pub reason: Option<String>,
 }
 
@@ -641,7 +618,7 @@ pub async fn erase_subject(
             }],
         )
         .await
-        .map_err(log_error)?;
+        .map_err(ApiError::from)?;
     state
         .metrics
         .events_appended_total

@@ -10,7 +10,7 @@ use mnemo_domain::events::{streams, ExportGenerated};
 use mnemo_domain::{
     DomainEvent, ErasureId, EventId, Memory, MemoryId, MemoryKind, MemoryState, SubjectId,
 };
-use mnemo_event_store::sealed::{Decoded, LogError, Pending};
+use mnemo_event_store::sealed::{Decoded, Pending};
 use mnemo_event_store::{EventQuery, ExpectedVersion};
 use mnemo_http::context::event_metadata;
 use mnemo_http::views::{unmark, EventView, MemoryView};
@@ -23,13 +23,6 @@ use crate::RetrieverState;
 
 const DEFAULT_PAGE: u32 = 50;
 const MAX_PAGE: u32 = 500;
-
-fn log_error(error: LogError) -> ApiError {
-    match error {
-        LogError::Store(store) => store.into(),
-        other => ApiError::internal(other),
-    }
-}
 
 fn page_size(limit: Option<u32>) -> Result<u32, ApiError> {
     match limit {
@@ -66,7 +59,7 @@ async fn memory_stream(
         .log
         .read_stream(&principal.tenant, &streams::memory(&id))
         .await
-        .map_err(log_error)?;
+        .map_err(ApiError::from)?;
     let subject = events
         .first()
         .and_then(|d| d.recorded.subject.clone())
@@ -227,7 +220,7 @@ pub async fn export_subject(
         .log
         .read_subject(tenant, &subject)
         .await
-        .map_err(log_error)?;
+        .map_err(ApiError::from)?;
 
     let mut messages = Vec::new();
     let mut memory_streams: BTreeMap<String, Vec<Decoded>> = BTreeMap::new();
@@ -291,7 +284,7 @@ pub async fn export_subject(
             }],
         )
         .await
-        .map_err(log_error)?;
+        .map_err(ApiError::from)?;
     state
         .metrics
         .events_appended_total
@@ -379,7 +372,7 @@ pub async fn audit(
         )
         .await
         .map_err(ApiError::from)?;
-    let decoded = state.log.decode_all(events).await.map_err(log_error)?;
+    let decoded = state.log.decode_all(events).await.map_err(ApiError::from)?;
     let next_cursor = (decoded.len() as u32 == limit)
         .then(|| decoded.last().map(|d| d.recorded.global_position))
         .flatten();
@@ -400,7 +393,7 @@ pub async fn erasure_receipt(
         .log
         .read_stream(&principal.tenant, &streams::erasure(&id))
         .await
-        .map_err(log_error)?;
+        .map_err(ApiError::from)?;
     let Some(first) = events.first() else {
         return Err(ApiError::not_found("erasure_not_found", "no such erasure"));
     };
