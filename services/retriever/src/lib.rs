@@ -7,8 +7,10 @@
 //! are short), so they are consistent the moment a write returns; lists come
 //! from the read model and trail the log by the relay's lag.
 
+pub mod context;
 pub mod handlers;
 pub mod projection;
+pub mod ranking;
 
 use std::sync::Arc;
 

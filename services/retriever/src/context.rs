@@ -1,0 +1,179 @@
+//! Context injection (seed 001): turn the last messages of a conversation
+//! into a query, and the memories found into a compact block the agent puts
+//! in its prompt: a kind marker, the content, a relative time and the
+//! importance, within a token budget.
+
+use chrono::{DateTime, Utc};
+use mnemo_domain::MemoryKind;
+
+/// A rough token count that needs no tokenizer: about four characters per
+/// token for alphabetic scripts, one per CJK character. Budgets are
+/// approximate by design; the caller leaves headroom.
+pub fn estimate_tokens(text: &str) -> usize {
+    let mut cjk = 0usize;
+    let mut other = 0usize;
+    for c in text.chars() {
+        if is_cjk(c) {
+            cjk += 1;
+        } else {
+            other += 1;
+        }
+    }
+    cjk + other.div_ceil(4)
+}
+
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32, 0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xac00..=0xd7af | 0xf900..=0xfaff)
+}
+
+/// "just now", "5 minutes ago", "3 days ago", "2 months ago".
+pub fn relative_time(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let seconds = (now - at).num_seconds().max(0);
+    let (value, unit) = match seconds {
+        0..=59 => return "just now".to_owned(),
+        60..=3_599 => (seconds / 60, "minute"),
+        3_600..=86_399 => (seconds / 3_600, "hour"),
+        86_400..=2_591_999 => (seconds / 86_400, "day"),
+        2_592_000..=31_535_999 => (seconds / 2_592_000, "month"),
+        _ => (seconds / 31_536_000, "year"),
+    };
+    format!("{value} {unit}{} ago", if value == 1 { "" } else { "s" })
+}
+
+pub fn kind_marker(kind: MemoryKind) -> &'static str {
+    match kind {
+        MemoryKind::Fact => "[fact]",
+        MemoryKind::Preference => "[preference]",
+        MemoryKind::Decision => "[decision]",
+        MemoryKind::Rule => "[rule]",
+        MemoryKind::Status => "[status]",
+    }
+}
+
+pub struct BlockLine<'a> {
+    pub kind: MemoryKind,
+    pub content: &'a str,
+    pub updated_at: DateTime<Utc>,
+    pub importance: f32,
+}
+
+/// The formatted block and how many of the lines fit the budget (lines are
+/// taken in order; the first that does not fit ends the block).
+pub fn format_block(
+    lines: &[BlockLine<'_>],
+    token_budget: usize,
+    now: DateTime<Utc>,
+) -> (String, usize, usize) {
+    const HEADER: &str = "Relevant memories about the user (most relevant first):\n";
+    let mut block = String::from(HEADER);
+    let mut used = estimate_tokens(HEADER);
+    let mut included = 0;
+    for line in lines {
+        let text = format!(
+            "- {} {} ({}, importance {:.2})\n",
+            kind_marker(line.kind),
+            line.content.trim(),
+            relative_time(line.updated_at, now),
+            line.importance
+        );
+        let cost = estimate_tokens(&text);
+        if used + cost > token_budget {
+            break;
+        }
+        used += cost;
+        block.push_str(&text);
+        included += 1;
+    }
+    if included == 0 {
+        return (String::new(), 0, 0);
+    }
+    (block, included, used)
+}
+
+/// The query for the next turn: the last `n` user and assistant messages,
+/// oldest first, joined by newlines.
+pub fn build_query<'a>(
+    messages: impl DoubleEndedIterator<Item = (&'a str, &'a str)>,
+    n: usize,
+) -> String {
+    let mut recent: Vec<&str> = messages
+        .rev()
+        .filter(|(role, _)| matches!(*role, "user" | "assistant"))
+        .take(n)
+        .map(|(_, content)| content)
+        .collect();
+    recent.reverse();
+    recent.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+
+    #[test]
+    fn tokens_are_estimated_for_latin_and_cjk() {
+        assert_eq!(estimate_tokens("abcdefgh"), 2);
+        assert_eq!(estimate_tokens("我喜欢茶"), 4);
+    }
+
+    #[test]
+    fn relative_times_read_naturally() {
+        let now = Utc::now();
+        assert_eq!(relative_time(now, now), "just now");
+        assert_eq!(
+            relative_time(now - Duration::minutes(1), now),
+            "1 minute ago"
+        );
+        assert_eq!(relative_time(now - Duration::days(3), now), "3 days ago");
+        assert_eq!(relative_time(now - Duration::days(400), now), "1 year ago");
+    }
+
+    #[test]
+    fn the_block_respects_the_budget_in_order() {
+        let now = Utc::now();
+        let lines = [
+            BlockLine {
+                kind: MemoryKind::Preference,
+                content: "Loves green tea",
+                updated_at: now - Duration::days(2),
+                importance: 0.85,
+            },
+            BlockLine {
+                kind: MemoryKind::Fact,
+                content: &"long ".repeat(200),
+                updated_at: now,
+                importance: 0.7,
+            },
+            BlockLine {
+                kind: MemoryKind::Rule,
+                content: "Never call before 9am",
+                updated_at: now,
+                importance: 0.9,
+            },
+        ];
+        let (block, included, used) = format_block(&lines, 60, now);
+        assert_eq!(included, 1);
+        assert!(
+            block.contains("- [preference] Loves green tea (2 days ago, importance 0.85)"),
+            "{block}"
+        );
+        assert!(used <= 60);
+        let (empty, none, _) = format_block(&lines, 5, now);
+        assert!(empty.is_empty() && none == 0);
+    }
+
+    #[test]
+    fn the_query_uses_the_last_n_conversation_messages() {
+        let messages = [
+            ("system", "be nice"),
+            ("user", "a"),
+            ("assistant", "b"),
+            ("tool", "x"),
+            ("user", "c"),
+            ("user", "d"),
+        ];
+        let query = build_query(messages.iter().map(|(r, c)| (*r, *c)), 3);
+        assert_eq!(query, "b\nc\nd");
+    }
+}
