@@ -47,9 +47,11 @@ pub mod topics {
     pub fn for_event_type(event_type: &str) -> &'static str {
         match event_type {
             "MessageReceived" => MESSAGES,
-            "ProfileUpdated" | "ExportGenerated" | "ErasureRequested" | "SubjectErased" => {
-                SUBJECT_EVENTS
-            }
+            "ProfileUpdated"
+            | "ExportGenerated"
+            | "ConsolidationRequested"
+            | "ErasureRequested"
+            | "SubjectErased" => SUBJECT_EVENTS,
             _ => MEMORY_EVENTS,
         }
     }

@@ -8,7 +8,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use std::time::Duration;
+
 use mnemo_auth::JwtAlgorithm;
+use mnemo_domain::consolidation::ConsolidationPolicy;
+use mnemo_domain::forgetting::ForgetPolicy;
 use mnemo_pii::Policy;
 use mnemo_telemetry::LogFormat;
 use secrecy::SecretString;
@@ -56,6 +60,51 @@ struct RawSettings {
     telemetry: RawTelemetry,
     #[serde(default)]
     bus: RawBus,
+    #[serde(default)]
+    embedding: RawEmbedding,
+    #[serde(default)]
+    consolidation: RawPolicies<ConsolidationPolicy>,
+    #[serde(default)]
+    forgetting: RawForgetting,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEmbedding {
+    kind: Option<String>,
+    model_dir: Option<PathBuf>,
+    model: Option<String>,
+    base_url: Option<String>,
+    api_key: Option<String>,
+    cache_dir: Option<PathBuf>,
+    dimension: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicies<P> {
+    #[serde(default)]
+    default: Option<P>,
+    #[serde(default = "BTreeMap::new")]
+    tenants: BTreeMap<String, P>,
+}
+
+impl<P> Default for RawPolicies<P> {
+    fn default() -> Self {
+        RawPolicies {
+            default: None,
+            tenants: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawForgetting {
+    interval_seconds: Option<f64>,
+    default: Option<ForgetPolicy>,
+    #[serde(default)]
+    tenants: BTreeMap<String, ForgetPolicy>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -152,6 +201,40 @@ pub struct TelemetrySettings {
     pub otlp_endpoint: Option<String>,
 }
 
+/// Which embedder, and where its model or endpoint is (see `mnemo-embed`).
+#[derive(Debug, Clone, Default)]
+pub struct EmbeddingSettings {
+    /// `auto`, `local`, `openai` or `lexical`.
+    pub kind: String,
+    pub model_dir: Option<PathBuf>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key: Option<SecretString>,
+    /// None: the platform cache dir.
+    pub cache_dir: Option<PathBuf>,
+    pub dimension: Option<usize>,
+}
+
+/// A default policy and per-tenant overrides.
+#[derive(Debug, Clone, Default)]
+pub struct Policies<P> {
+    pub default: P,
+    pub tenants: BTreeMap<String, P>,
+}
+
+impl<P> Policies<P> {
+    pub fn for_tenant(&self, tenant: &str) -> &P {
+        self.tenants.get(tenant).unwrap_or(&self.default)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ForgettingSettings {
+    /// How often the forgetter scores every memory.
+    pub interval: Duration,
+    pub policies: Policies<ForgetPolicy>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub data_dir: PathBuf,
@@ -163,6 +246,9 @@ pub struct Settings {
     pub limits: Limits,
     pub telemetry: TelemetrySettings,
     pub bus_partitions: u32,
+    pub embedding: EmbeddingSettings,
+    pub consolidation: Policies<ConsolidationPolicy>,
+    pub forgetting: ForgettingSettings,
 }
 
 impl Settings {
@@ -331,6 +417,61 @@ pub fn load_from(
         return Err(invalid("bus.partitions", "must be at least 1"));
     }
 
+    let raw_embedding = raw.embedding;
+    let embedding = EmbeddingSettings {
+        kind: get("MNEMO_EMBEDDER")
+            .or(raw_embedding.kind)
+            .unwrap_or_else(|| "auto".to_owned()),
+        model_dir: get("MNEMO_EMBED_MODEL_DIR")
+            .map(PathBuf::from)
+            .or(raw_embedding.model_dir),
+        model: get("MNEMO_EMBED_MODEL").or(raw_embedding.model),
+        base_url: get("MNEMO_EMBED_BASE_URL").or(raw_embedding.base_url),
+        api_key: get("MNEMO_EMBED_API_KEY")
+            .or(raw_embedding.api_key)
+            .map(SecretString::from),
+        cache_dir: get("MNEMO_MODEL_CACHE")
+            .map(PathBuf::from)
+            .or(raw_embedding.cache_dir),
+        dimension: raw_embedding.dimension,
+    };
+    if !["auto", "local", "openai", "lexical"].contains(&embedding.kind.as_str()) {
+        return Err(invalid(
+            "embedding.kind (MNEMO_EMBEDDER)",
+            "auto, local, openai or lexical",
+        ));
+    }
+
+    let consolidation = Policies {
+        default: raw.consolidation.default.unwrap_or_default(),
+        tenants: raw.consolidation.tenants,
+    };
+    for policy in std::iter::once(&consolidation.default).chain(consolidation.tenants.values()) {
+        if policy.batch_size == 0
+            || !(0.0..=1.0).contains(&policy.min_confidence)
+            || !(0.0..=1.0).contains(&policy.similarity_threshold)
+        {
+            return Err(invalid(
+                "consolidation",
+                "batch_size ≥ 1; min_confidence and similarity_threshold within 0..1",
+            ));
+        }
+    }
+    let interval = raw.forgetting.interval_seconds.unwrap_or(3600.0);
+    if !(0.01..=1e7).contains(&interval) {
+        return Err(invalid(
+            "forgetting.interval_seconds",
+            "between 0.01 and 1e7",
+        ));
+    }
+    let forgetting = ForgettingSettings {
+        interval: Duration::from_secs_f64(interval),
+        policies: Policies {
+            default: raw.forgetting.default.unwrap_or_default(),
+            tenants: raw.forgetting.tenants,
+        },
+    };
+
     Ok(Settings {
         data_dir,
         listen,
@@ -343,6 +484,9 @@ pub fn load_from(
         limits,
         telemetry,
         bus_partitions,
+        embedding,
+        consolidation,
+        forgetting,
     })
 }
 
@@ -416,6 +560,46 @@ mod tests {
         )
         .unwrap();
         assert_eq!(from_flag.listen.port(), 9200);
+    }
+
+    #[test]
+    fn memory_pipeline_policies_with_tenant_overrides() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "[embedding]\nkind = \"lexical\"\n[consolidation.default]\nbatch_size = 4\n[consolidation.tenants.acme]\nmin_confidence = 0.9\n[forgetting]\ninterval_seconds = 0.5\n[forgetting.default]\nhalf_life = 2\n",
+        )
+        .unwrap();
+        let settings = load_from(
+            &Overrides::default(),
+            &env(&[
+                ("MNEMO_CONFIG", file.to_str().unwrap()),
+                ("MNEMO_EMBED_MODEL_DIR", "/models/x"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(settings.embedding.kind, "lexical");
+        assert_eq!(
+            settings.embedding.model_dir,
+            Some(PathBuf::from("/models/x"))
+        );
+        assert_eq!(settings.consolidation.for_tenant("other").batch_size, 4);
+        assert_eq!(
+            settings.consolidation.for_tenant("acme").min_confidence,
+            0.9
+        );
+        assert_eq!(
+            settings.consolidation.for_tenant("acme").batch_size,
+            10,
+            "a tenant override is a whole policy"
+        );
+        assert_eq!(settings.forgetting.interval, Duration::from_millis(500));
+        assert_eq!(
+            settings.forgetting.policies.default.half_life,
+            Duration::from_secs(2)
+        );
+        assert!(load_from(&Overrides::default(), &env(&[("MNEMO_EMBEDDER", "magic")])).is_err());
     }
 
     #[test]

@@ -172,6 +172,15 @@ pub struct ExportGenerated {
     pub events: u64,
 }
 
+/// A client asked for a subject's waiting messages to be consolidated now.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsolidationRequested {
+    /// Only this session's messages; all of the subject's when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionId>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ErasureRequested {
@@ -226,6 +235,7 @@ pub enum DomainEvent {
     ReviewResolved(ReviewResolved),
     ProfileUpdated(ProfileUpdated),
     ExportGenerated(ExportGenerated),
+    ConsolidationRequested(ConsolidationRequested),
     ErasureRequested(ErasureRequested),
     SubjectErased(SubjectErased),
 }
@@ -307,6 +317,7 @@ catalogue! {
     ReviewResolved(ReviewResolved) = 1,
     ProfileUpdated(ProfileUpdated) = 1,
     ExportGenerated(ExportGenerated) = 1,
+    ConsolidationRequested(ConsolidationRequested) = 1,
     ErasureRequested(ErasureRequested) = 1,
     SubjectErased(SubjectErased) = 1,
 }
@@ -519,7 +530,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(decoded, event);
-        assert_eq!(DomainEvent::TYPES.len(), 16);
+        assert_eq!(DomainEvent::TYPES.len(), 17);
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! layer can find and seal it anywhere in an event payload without a
 //! per-event list of fields that could drift.
 
+pub mod consolidation;
 pub mod events;
+pub mod forgetting;
 pub mod ids;
 pub mod memory;
 pub mod text;

@@ -9,8 +9,6 @@
 //! exists does nothing, and the receipt's event id is derived from the
 //! erasure id so a crash between steps cannot produce two receipts.
 
-pub mod policy;
-
 use std::sync::Arc;
 
 use async_trait::async_trait;

@@ -8,8 +8,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::ids::{MemoryId, SubjectId};
+use crate::memory::{MemoryKind, MemoryState};
 use chrono::{DateTime, Utc};
-use mnemo_domain::{MemoryId, MemoryKind, MemoryState, SubjectId};
 use serde::{Deserialize, Serialize};
 
 /// A tenant's forgetting policy.
@@ -66,7 +67,7 @@ mod seconds_map {
     use std::collections::BTreeMap;
     use std::time::Duration;
 
-    use mnemo_domain::MemoryKind;
+    use crate::memory::MemoryKind;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     pub fn serialize<S: Serializer>(
