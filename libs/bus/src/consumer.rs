@@ -26,6 +26,25 @@ pub trait EventHandler: Send + Sync + 'static {
     async fn handle(&self, event: &RecordedEvent) -> Result<(), HandlerError>;
 }
 
+/// A handler of raw bus records, for topics that do not carry log events
+/// (access signals).
+#[async_trait]
+pub trait RecordHandler: Send + Sync + 'static {
+    async fn handle_record(&self, delivery: &Delivery) -> Result<(), HandlerError>;
+}
+
+/// Decodes a log event from the record, then hands it to an [`EventHandler`].
+struct EnvelopeHandler(Arc<dyn EventHandler>);
+
+#[async_trait]
+impl RecordHandler for EnvelopeHandler {
+    async fn handle_record(&self, delivery: &Delivery) -> Result<(), HandlerError> {
+        let event: RecordedEvent = serde_json::from_slice::<EventEnvelope>(&delivery.payload)
+            .map_err(|error| HandlerError::Permanent(format!("undecodable envelope: {error}")))?;
+        self.0.handle(&event).await
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ConsumerOptions {
     pub group: String,
@@ -80,36 +99,22 @@ async fn dead_letter(bus: &dyn Bus, group: &str, delivery: &Delivery, error: &st
 async fn process(
     bus: &dyn Bus,
     options: &ConsumerOptions,
-    handler: &dyn EventHandler,
+    handler: &dyn RecordHandler,
     delivery: &Delivery,
 ) {
-    let event: RecordedEvent = match serde_json::from_slice::<EventEnvelope>(&delivery.payload) {
-        Ok(event) => event,
-        Err(error) => {
-            tracing::error!(group = %options.group, topic = %delivery.topic, offset = delivery.offset, "undecodable bus record");
-            dead_letter(
-                bus,
-                &options.group,
-                delivery,
-                &format!("undecodable envelope: {error}"),
-            )
-            .await;
-            return;
-        }
-    };
     let mut backoff = options.first_backoff;
     let mut attempt = 1;
     loop {
-        match handler.handle(&event).await {
+        match handler.handle_record(delivery).await {
             Ok(()) => return,
             Err(HandlerError::Retryable(error)) if attempt < options.max_attempts => {
-                tracing::warn!(group = %options.group, event_id = %event.event_id, attempt, error = %error, "handler failed, retrying");
+                tracing::warn!(group = %options.group, topic = %delivery.topic, offset = delivery.offset, attempt, error = %error, "handler failed, retrying");
                 tokio::time::sleep(backoff).await;
                 backoff *= 2;
                 attempt += 1;
             }
             Err(error) => {
-                tracing::error!(group = %options.group, event_id = %event.event_id, attempt, error = %error, "handler gave up, dead-lettering");
+                tracing::error!(group = %options.group, topic = %delivery.topic, offset = delivery.offset, attempt, error = %error, "handler gave up, dead-lettering");
                 dead_letter(bus, &options.group, delivery, &error.to_string()).await;
                 return;
             }
@@ -117,11 +122,20 @@ async fn process(
     }
 }
 
-/// Runs a consumer group member until the task is dropped.
+/// Runs a consumer group member of log-event topics until the task is dropped.
 pub async fn run_consumer(
     bus: Arc<dyn Bus>,
     options: ConsumerOptions,
     handler: Arc<dyn EventHandler>,
+) {
+    run_record_consumer(bus, options, Arc::new(EnvelopeHandler(handler))).await
+}
+
+/// Runs a consumer group member of raw-record topics until the task is dropped.
+pub async fn run_record_consumer(
+    bus: Arc<dyn Bus>,
+    options: ConsumerOptions,
+    handler: Arc<dyn RecordHandler>,
 ) {
     let topics: Vec<&str> = options.topics.iter().map(String::as_str).collect();
     let mut backoff = Duration::from_millis(100);

@@ -18,7 +18,9 @@ pub mod relay;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
 
-pub use consumer::{run_consumer, ConsumerOptions, EventHandler, HandlerError};
+pub use consumer::{
+    run_consumer, run_record_consumer, ConsumerOptions, EventHandler, HandlerError, RecordHandler,
+};
 pub use envelope::EventEnvelope;
 pub use relay::{CheckpointStore, Relay};
 

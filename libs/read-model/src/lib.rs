@@ -49,6 +49,13 @@ pub trait MemoryReadModel: Send + Sync + 'static {
         subject: &SubjectId,
         filter: &MemoryFilter,
     ) -> Result<Vec<Memory>, ReadModelError>;
+    /// Every (tenant, subject) with memories, in order, after a cursor. System
+    /// use only: the forgetter's pass over all tenants.
+    async fn subjects(
+        &self,
+        after: Option<(TenantId, SubjectId)>,
+        limit: u32,
+    ) -> Result<Vec<(TenantId, SubjectId)>, ReadModelError>;
     /// Deletes every row of the subject; returns how many memories went.
     async fn delete_subject(
         &self,

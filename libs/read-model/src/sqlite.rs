@@ -227,6 +227,36 @@ impl MemoryReadModel for SqliteMemoryReadModel {
         rows.iter().map(decode).collect()
     }
 
+    async fn subjects(
+        &self,
+        after: Option<(TenantId, SubjectId)>,
+        limit: u32,
+    ) -> Result<Vec<(TenantId, SubjectId)>, ReadModelError> {
+        let (tenant, subject) = after
+            .map(|(t, s)| (t.to_string(), s.to_string()))
+            .unwrap_or_default();
+        let rows = sqlx::query(
+            "SELECT DISTINCT tenant_id, subject_id FROM memories WHERE (tenant_id, subject_id) > (?, ?) \
+             ORDER BY tenant_id, subject_id LIMIT ?",
+        )
+        .bind(tenant)
+        .bind(subject)
+        .bind(i64::from(limit.max(1)))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        rows.iter()
+            .map(|row| {
+                let tenant: String = row.get("tenant_id");
+                let subject: String = row.get("subject_id");
+                Ok((
+                    TenantId::parse(tenant).map_err(|_| ReadModelError::Corrupt("tenant_id".into()))?,
+                    SubjectId::parse(subject).map_err(|_| ReadModelError::Corrupt("subject_id".into()))?,
+                ))
+            })
+            .collect()
+    }
+
     async fn delete_subject(
         &self,
         tenant: &TenantId,

@@ -147,3 +147,18 @@ async fn erased_content_is_refused_and_subjects_are_deleted() {
     assert!(model.list(&t, &s1, &all()).await.unwrap().is_empty());
     assert!(model.get(&t, &other.id).await.unwrap().is_some());
 }
+
+#[tokio::test]
+async fn subjects_are_scanned_across_tenants_in_pages() {
+    let (_dir, model) = model().await;
+    for (tenant, subject) in [("a", "s2"), ("a", "s1"), ("b", "s1"), ("a", "s1")] {
+        let t = TenantId::parse(tenant).unwrap();
+        model.upsert(&t, &memory(subject, MemoryKind::Fact, "x", &[])).await.unwrap();
+    }
+    let first = model.subjects(None, 2).await.unwrap();
+    let names: Vec<_> = first.iter().map(|(t, s)| format!("{t}/{s}")).collect();
+    assert_eq!(names, vec!["a/s1", "a/s2"]);
+    let rest = model.subjects(first.last().cloned(), 10).await.unwrap();
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0].0.as_str(), "b");
+}
