@@ -2,12 +2,16 @@
 //! subject's data key (crypto-shredding every event that carried its
 //! content, in the log and on the bus), deletes the subject from every
 //! projection store registered as an [`ErasureTarget`], and appends
-//! `SubjectErased` with a receipt of what was destroyed where. Decay,
-//! archiving and retention policies join it with the memory pipeline.
+//! `SubjectErased` with a receipt of what was destroyed where. It also runs
+//! the scheduled retention pass ([`retention`]): decay by the tenant's
+//! policy, archiving and expiry, fed by retrieval access signals ([`usage`]).
 //!
 //! Invariant: the handler is idempotent; a redelivered request whose receipt
 //! exists does nothing, and the receipt's event id is derived from the
 //! erasure id so a crash between steps cannot produce two receipts.
+
+pub mod retention;
+pub mod usage;
 
 use std::sync::Arc;
 

@@ -1,0 +1,169 @@
+//! Retrieval use per memory, fed by access signals: how often and how
+//! recently each memory was returned. The forgetter's score grows with it.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use mnemo_bus::{Delivery, HandlerError, RecordHandler};
+use mnemo_domain::{MemoryId, SubjectId, TenantId};
+use serde::Deserialize;
+use sqlx::{Row, SqlitePool};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub accesses: u64,
+    pub last_accessed_at: DateTime<Utc>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("usage store failed: {0}")]
+pub struct UsageError(pub String);
+
+#[async_trait]
+pub trait UsageStore: Send + Sync + 'static {
+    async fn record(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        ids: &[MemoryId],
+        at: DateTime<Utc>,
+    ) -> Result<(), UsageError>;
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<HashMap<MemoryId, Usage>, UsageError>;
+    async fn delete_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, UsageError>;
+}
+
+pub struct SqliteUsageStore {
+    pool: SqlitePool,
+}
+
+impl SqliteUsageStore {
+    pub fn new(pool: SqlitePool) -> Self {
+        SqliteUsageStore { pool }
+    }
+}
+
+fn failed(error: sqlx::Error) -> UsageError {
+    UsageError(error.to_string())
+}
+
+#[async_trait]
+impl UsageStore for SqliteUsageStore {
+    async fn record(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        ids: &[MemoryId],
+        at: DateTime<Utc>,
+    ) -> Result<(), UsageError> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(failed)?;
+        for id in ids {
+            sqlx::query(
+                "INSERT INTO memory_usage (tenant_id, memory_id, subject_id, accesses, last_accessed_at) VALUES (?, ?, ?, 1, ?) \
+                 ON CONFLICT (tenant_id, memory_id) DO UPDATE SET accesses = accesses + 1, \
+                 last_accessed_at = MAX(last_accessed_at, excluded.last_accessed_at)",
+            )
+            .bind(tenant.as_str())
+            .bind(id.to_string())
+            .bind(subject.as_str())
+            .bind(at.timestamp_micros())
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+        }
+        tx.commit().await.map_err(failed)
+    }
+
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<HashMap<MemoryId, Usage>, UsageError> {
+        let rows = sqlx::query(
+            "SELECT memory_id, accesses, last_accessed_at FROM memory_usage WHERE tenant_id = ? AND subject_id = ?",
+        )
+        .bind(tenant.as_str())
+        .bind(subject.as_str())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(failed)?;
+        let mut usage = HashMap::with_capacity(rows.len());
+        for row in rows {
+            let id: String = row.get("memory_id");
+            let accesses: i64 = row.get("accesses");
+            let last: i64 = row.get("last_accessed_at");
+            let Ok(id) = MemoryId::parse(&id) else {
+                continue;
+            };
+            usage.insert(
+                id,
+                Usage {
+                    accesses: accesses.max(0) as u64,
+                    last_accessed_at: DateTime::<Utc>::from_timestamp_micros(last)
+                        .unwrap_or_default(),
+                },
+            );
+        }
+        Ok(usage)
+    }
+
+    async fn delete_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, UsageError> {
+        let deleted =
+            sqlx::query("DELETE FROM memory_usage WHERE tenant_id = ? AND subject_id = ?")
+                .bind(tenant.as_str())
+                .bind(subject.as_str())
+                .execute(&self.pool)
+                .await
+                .map_err(failed)?;
+        Ok(deleted.rows_affected())
+    }
+}
+
+/// The access signal the retriever publishes.
+#[derive(Debug, Deserialize)]
+struct AccessSignal {
+    tenant: TenantId,
+    subject: SubjectId,
+    memory_ids: Vec<MemoryId>,
+    at: DateTime<Utc>,
+}
+
+/// Consumes access signals into the usage store. A redelivered signal counts
+/// an access twice; that is accepted (signals are a usage estimate, not a
+/// ledger), and documented.
+pub struct AccessSignals<U> {
+    pub usage: U,
+}
+
+#[async_trait]
+impl<U: UsageStore> RecordHandler for AccessSignals<U> {
+    async fn handle_record(&self, delivery: &Delivery) -> Result<(), HandlerError> {
+        let signal: AccessSignal = serde_json::from_slice(&delivery.payload)
+            .map_err(|e| HandlerError::Permanent(format!("undecodable access signal: {e}")))?;
+        self.usage
+            .record(
+                &signal.tenant,
+                &signal.subject,
+                &signal.memory_ids,
+                signal.at,
+            )
+            .await
+            .map_err(|e| HandlerError::Retryable(e.to_string()))
+    }
+}
