@@ -6,8 +6,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
 use mnemo_auth::Scope;
 use mnemo_domain::events::{
-    streams, ErasureRequested, MemoryCreated, MemoryRevised, MemoryStateChanged, MessageReceived,
-    Role,
+    streams, ConsolidationRequested, ErasureRequested, MemoryCreated, MemoryRevised,
+    MemoryStateChanged, MessageReceived, Role,
 };
 use mnemo_domain::{
     importance_for, AgentId, DomainEvent, ErasureId, EventId, Memory, MemoryId, MemoryKind,
@@ -28,6 +28,27 @@ const MAX_TAGS: usize = 20;
 const MAX_TAG_CHARS: usize = 64;
 const MAX_MESSAGE_ID_CHARS: usize = 128;
 const MAX_REASON_CHARS: usize = 1000;
+
+/// An optional JSON body (DELETE, POST without parameters): empty means
+/// the defaults; when present it is checked like any other body.
+fn optional_json<T: Default + serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        if e.is_syntax() || e.is_eof() {
+            ApiError::bad_request(
+                "invalid_json",
+                format!("request body is not valid JSON: {e}"),
+            )
+        } else {
+            ApiError::bad_request(
+                "invalid_body",
+                format!("request body does not match the schema: {e}"),
+            )
+        }
+    })
+}
 
 fn subject_from_path(raw: &str) -> Result<SubjectId, ApiError> {
     Ok(SubjectId::parse(raw)?)
@@ -557,24 +578,7 @@ pub async fn delete_memory(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_scope(Scope::MemoriesWrite)?;
-    // The body is optional on DELETE; when present it is JSON like any other.
-    let input: DeleteInput = if body.iter().all(u8::is_ascii_whitespace) {
-        DeleteInput::default()
-    } else {
-        serde_json::from_slice(&body).map_err(|e| {
-            if e.is_syntax() || e.is_eof() {
-                ApiError::bad_request(
-                    "invalid_json",
-                    format!("request body is not valid JSON: {e}"),
-                )
-            } else {
-                ApiError::bad_request(
-                    "invalid_body",
-                    format!("request body does not match the schema: {e}"),
-                )
-            }
-        })?
-    };
+    let input: DeleteInput = optional_json(&body)?;
     let tenant = &principal.tenant;
     let memory = load_memory(&state, tenant, &path).await?;
     principal.require_subject(&memory.subject)?;
@@ -587,6 +591,49 @@ pub async fn delete_memory(
     let expected = ExpectedVersion::Exact(memory.version);
     let event = DomainEvent::MemoryDeleted(MemoryStateChanged { reason });
     append_change(&state, &principal, &req, memory, event, expected).await
+}
+
+// ---------------------------------------------------------------- consolidation
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsolidateInput {
+    pub session: Option<String>,
+}
+
+/// Asks the consolidator to consolidate the subject's waiting messages now
+/// (all sessions, or one). Asynchronous: the memories appear in the subject's
+/// list and search once consolidation has run.
+pub async fn request_consolidation(
+    Authenticated(principal): Authenticated,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<IngestState>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    principal.require_scope(Scope::MemoriesWrite)?;
+    let subject = subject_from_path(&path)?;
+    principal.require_subject(&subject)?;
+    let input: ConsolidateInput = optional_json(&body)?;
+    let session = input.session.map(SessionId::parse).transpose()?;
+    let event_id = EventId::new();
+    state
+        .log
+        .append(
+            &principal.tenant,
+            &streams::subject(&subject),
+            ExpectedVersion::Any,
+            vec![Pending {
+                event_id,
+                subject: Some(subject.clone()),
+                event: DomainEvent::ConsolidationRequested(ConsolidationRequested { session }),
+                metadata: event_metadata(&req, &principal.actor),
+            }],
+        )
+        .await
+        .map_err(ApiError::from)?;
+    Ok(HttpResponse::Accepted()
+        .json(json!({"status": "requested", "event_id": event_id.to_string()})))
 }
 
 // ---------------------------------------------------------------- erasure

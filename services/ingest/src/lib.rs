@@ -33,6 +33,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("PATCH", "/v1/memories/{id}"),
     ("DELETE", "/v1/memories/{id}"),
     ("DELETE", "/v1/subjects/{subject}"),
+    ("POST", "/v1/subjects/{subject}/consolidate"),
 ];
 
 pub fn configure(state: Arc<IngestState>) -> impl Fn(&mut web::ServiceConfig) + Clone {
