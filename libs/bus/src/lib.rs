@@ -26,7 +26,9 @@ pub use relay::{CheckpointStore, Relay};
 
 /// Topic names shared by every deployment.
 pub mod topics {
-    /// `MessageReceived`: what the consolidator buffers.
+    /// `MessageReceived` and `ConsolidationRequested`: what the consolidator
+    /// reads. A request shares its subject's key and topic with the
+    /// messages, so it is seen after every message posted before it.
     pub const MESSAGES: &str = "mnemo.messages";
     /// Memory, relation and review events: what projections follow.
     pub const MEMORY_EVENTS: &str = "mnemo.memory-events";
@@ -48,12 +50,10 @@ pub mod topics {
     /// The topic an event type is published to.
     pub fn for_event_type(event_type: &str) -> &'static str {
         match event_type {
-            "MessageReceived" => MESSAGES,
-            "ProfileUpdated"
-            | "ExportGenerated"
-            | "ConsolidationRequested"
-            | "ErasureRequested"
-            | "SubjectErased" => SUBJECT_EVENTS,
+            "MessageReceived" | "ConsolidationRequested" => MESSAGES,
+            "ProfileUpdated" | "ExportGenerated" | "ErasureRequested" | "SubjectErased" => {
+                SUBJECT_EVENTS
+            }
             _ => MEMORY_EVENTS,
         }
     }

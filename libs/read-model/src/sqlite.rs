@@ -250,8 +250,10 @@ impl MemoryReadModel for SqliteMemoryReadModel {
                 let tenant: String = row.get("tenant_id");
                 let subject: String = row.get("subject_id");
                 Ok((
-                    TenantId::parse(tenant).map_err(|_| ReadModelError::Corrupt("tenant_id".into()))?,
-                    SubjectId::parse(subject).map_err(|_| ReadModelError::Corrupt("subject_id".into()))?,
+                    TenantId::parse(tenant)
+                        .map_err(|_| ReadModelError::Corrupt("tenant_id".into()))?,
+                    SubjectId::parse(subject)
+                        .map_err(|_| ReadModelError::Corrupt("subject_id".into()))?,
                 ))
             })
             .collect()

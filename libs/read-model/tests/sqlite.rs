@@ -153,7 +153,10 @@ async fn subjects_are_scanned_across_tenants_in_pages() {
     let (_dir, model) = model().await;
     for (tenant, subject) in [("a", "s2"), ("a", "s1"), ("b", "s1"), ("a", "s1")] {
         let t = TenantId::parse(tenant).unwrap();
-        model.upsert(&t, &memory(subject, MemoryKind::Fact, "x", &[])).await.unwrap();
+        model
+            .upsert(&t, &memory(subject, MemoryKind::Fact, "x", &[]))
+            .await
+            .unwrap();
     }
     let first = model.subjects(None, 2).await.unwrap();
     let names: Vec<_> = first.iter().map(|(t, s)| format!("{t}/{s}")).collect();

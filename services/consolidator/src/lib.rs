@@ -1,93 +1,167 @@
-//! The consolidator turns conversations into memories. In this release it
-//! consumes `MessageReceived` from the bus and keeps the per-(tenant,
-//! subject, session) count of messages waiting for consolidation; the
-//! extraction strategies (rule-based, then LLM) plug in behind the same
-//! consumer and emit memory events only.
+//! The consolidator turns conversations into memories (seed 000). It
+//! buffers `MessageReceived` per conversation (tenant, subject, session) in
+//! a durable buffer and consolidates a conversation when N messages wait
+//! (the tenant's batch size), when it has been idle for the tenant's
+//! timeout, or when a client asks (`ConsolidationRequested`). The strategy
+//! behind the [`strategy::ConsolidationStrategy`] port extracts candidates;
+//! the pipeline thresholds, dedupes by vector, merges and appends memory
+//! events only.
 //!
-//! It reads only the event envelope (ids and session), never the sealed
-//! content, so it needs no subject key until it extracts.
+//! Invariant: handlers are idempotent (see [`pipeline`]); the consumer may
+//! commit a message's offset once it is buffered.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+pub mod buffer;
+pub mod pipeline;
+pub mod rules;
+pub mod strategy;
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::Utc;
 use mnemo_bus::{EventHandler, HandlerError};
-use mnemo_domain::{EventId, RecordedEvent};
+use mnemo_domain::events::ConsolidationRequested;
+use mnemo_domain::{DomainEvent, RecordedEvent};
+use tokio::sync::Mutex;
 
-/// (tenant, subject, session) of a conversation.
-pub type ConversationKey = (String, String, String);
+use crate::buffer::Conversation;
+use crate::pipeline::{Outcome, Pipeline, PipelineError};
 
-#[derive(Default)]
-pub struct MessageBuffer {
-    pending: Mutex<HashMap<ConversationKey, Vec<EventId>>>,
+pub struct Consolidator {
+    pipeline: Pipeline,
+    /// One consolidation at a time: the sweeper and the consumer never work
+    /// on the same conversation at once (the result would be the same, but
+    /// the work would be done twice).
+    running: Mutex<()>,
 }
 
-impl MessageBuffer {
-    pub fn new() -> Self {
-        Self::default()
+fn retryable(error: PipelineError) -> HandlerError {
+    HandlerError::Retryable(error.to_string())
+}
+
+impl Consolidator {
+    pub fn new(pipeline: Pipeline) -> Self {
+        Consolidator {
+            pipeline,
+            running: Mutex::new(()),
+        }
     }
 
-    /// Message event ids waiting for consolidation in one conversation.
-    pub fn pending(&self, key: &ConversationKey) -> Vec<EventId> {
-        self.pending
-            .lock()
-            .expect("buffer lock")
-            .get(key)
-            .cloned()
-            .unwrap_or_default()
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
+    pub async fn drain(&self, conversation: &Conversation) -> Result<Outcome, PipelineError> {
+        let _running = self.running.lock().await;
+        let outcome = self.pipeline.drain(conversation).await?;
+        if outcome.messages > 0 {
+            tracing::info!(
+                tenant = %conversation.tenant,
+                messages = outcome.messages,
+                candidates = outcome.candidates,
+                below_threshold = outcome.below_threshold,
+                created = outcome.created,
+                reinforced = outcome.reinforced,
+                superseded = outcome.superseded,
+                "conversation consolidated"
+            );
+        }
+        Ok(outcome)
+    }
+
+    /// Consolidates conversations that went quiet, every `tick`, forever.
+    pub async fn run_idle_sweeper(self: Arc<Self>, tick: Duration) {
+        loop {
+            tokio::time::sleep(tick).await;
+            if let Err(error) = self.sweep_idle().await {
+                tracing::warn!(error = %error, "idle consolidation sweep failed");
+            }
+        }
+    }
+
+    pub async fn sweep_idle(&self) -> Result<usize, PipelineError> {
+        let now = Utc::now();
+        let shortest = self.shortest_idle_timeout();
+        let quiet_since = now - chrono::Duration::from_std(shortest).unwrap_or_default();
+        let mut drained = 0;
+        for (conversation, last) in self.pipeline.buffer.idle(quiet_since).await? {
+            let timeout = self.pipeline.policy(&conversation.tenant).idle_timeout;
+            if (now - last).to_std().unwrap_or_default() >= timeout {
+                self.drain(&conversation).await?;
+                drained += 1;
+            }
+        }
+        Ok(drained)
+    }
+
+    pub fn shortest_idle_timeout(&self) -> Duration {
+        let policies = &self.pipeline.policies;
+        policies
+            .tenants
+            .values()
+            .map(|p| p.idle_timeout)
+            .fold(policies.default.idle_timeout, Duration::min)
     }
 }
 
 #[async_trait]
-impl EventHandler for MessageBuffer {
+impl EventHandler for Consolidator {
     async fn handle(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
-        if event.event_type != "MessageReceived" {
-            return Ok(());
-        }
         let Some(subject) = &event.subject else {
-            return Err(HandlerError::Permanent("message without subject".into()));
+            return Ok(());
         };
-        let session = event.payload["session"].as_str().unwrap_or("").to_owned();
-        let key = (event.tenant.to_string(), subject.to_string(), session);
-        let mut pending = self.pending.lock().expect("buffer lock");
-        let ids = pending.entry(key).or_default();
-        // Delivery is at least once: a redelivered message is not counted twice.
-        if !ids.contains(&event.event_id) {
-            ids.push(event.event_id);
+        match event.event_type.as_str() {
+            "MessageReceived" => {
+                // Only the session is needed, and it is not sealed content.
+                let session = event.payload["session"].as_str().unwrap_or("").to_owned();
+                let conversation = Conversation {
+                    tenant: event.tenant.clone(),
+                    subject: subject.clone(),
+                    session,
+                };
+                let waiting = self
+                    .pipeline
+                    .buffer
+                    .add(&conversation, event.event_id, event.global_position)
+                    .await
+                    .map_err(|e| retryable(e.into()))?;
+                if waiting >= self.pipeline.policy(&event.tenant).batch_size {
+                    self.drain(&conversation).await.map_err(retryable)?;
+                }
+                Ok(())
+            }
+            "ConsolidationRequested" => {
+                let request: ConsolidationRequested = match DomainEvent::decode(
+                    &event.event_type,
+                    event.schema_version,
+                    event.payload.clone(),
+                ) {
+                    Ok(DomainEvent::ConsolidationRequested(request)) => request,
+                    _ => {
+                        return Err(HandlerError::Permanent(
+                            "undecodable ConsolidationRequested".into(),
+                        ))
+                    }
+                };
+                let conversations = self
+                    .pipeline
+                    .buffer
+                    .conversations(&event.tenant, subject)
+                    .await
+                    .map_err(|e| retryable(e.into()))?;
+                for conversation in conversations {
+                    let wanted = request
+                        .session
+                        .as_ref()
+                        .is_none_or(|s| s.as_str() == conversation.session);
+                    if wanted {
+                        self.drain(&conversation).await.map_err(retryable)?;
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
         }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use mnemo_domain::{EventMetadata, SubjectId, TenantId};
-
-    fn message(session: &str) -> RecordedEvent {
-        RecordedEvent {
-            global_position: 1,
-            event_id: EventId::new(),
-            tenant: TenantId::parse("t").unwrap(),
-            stream_id: "conversation-s".into(),
-            stream_version: 1,
-            subject: Some(SubjectId::parse("s").unwrap()),
-            event_type: "MessageReceived".into(),
-            schema_version: 1,
-            payload: serde_json::json!({"session": session, "content": {"$sealed": {}}}),
-            metadata: EventMetadata::default(),
-            recorded_at: chrono::Utc::now(),
-        }
-    }
-
-    #[tokio::test]
-    async fn buffers_per_conversation_and_ignores_redelivery() {
-        let buffer = MessageBuffer::new();
-        let first = message("a");
-        buffer.handle(&first).await.unwrap();
-        buffer.handle(&first).await.unwrap();
-        buffer.handle(&message("b")).await.unwrap();
-        let key = ("t".to_owned(), "s".to_owned(), "a".to_owned());
-        assert_eq!(buffer.pending(&key), vec![first.event_id]);
     }
 }

@@ -147,12 +147,12 @@ struct AccessSignal {
 /// Consumes access signals into the usage store. A redelivered signal counts
 /// an access twice; that is accepted (signals are a usage estimate, not a
 /// ledger), and documented.
-pub struct AccessSignals<U> {
-    pub usage: U,
+pub struct AccessSignals {
+    pub usage: std::sync::Arc<dyn UsageStore>,
 }
 
 #[async_trait]
-impl<U: UsageStore> RecordHandler for AccessSignals<U> {
+impl RecordHandler for AccessSignals {
     async fn handle_record(&self, delivery: &Delivery) -> Result<(), HandlerError> {
         let signal: AccessSignal = serde_json::from_slice(&delivery.payload)
             .map_err(|e| HandlerError::Permanent(format!("undecodable access signal: {e}")))?;

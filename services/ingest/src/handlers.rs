@@ -307,7 +307,14 @@ pub struct NewMemoryInput {
     pub importance: Option<f32>,
     pub session: Option<String>,
     pub agent: Option<String>,
+    /// Ids of the subject's messages (as posted) this memory comes from:
+    /// its provenance.
+    #[serde(default)]
+    pub sources: Vec<String>,
 }
+
+/// Most messages one memory may cite.
+const MAX_SOURCES: usize = 100;
 
 pub async fn create_memory(
     Authenticated(principal): Authenticated,
@@ -333,6 +340,32 @@ pub async fn create_memory(
         .unwrap_or_else(|| importance_for(confidence, input.kind));
 
     let tenant = &principal.tenant;
+    if input.sources.len() > MAX_SOURCES {
+        return Err(ApiError::unprocessable(
+            "too_many_sources",
+            format!("at most {MAX_SOURCES} sources"),
+        ));
+    }
+    let mut source_event_ids = Vec::with_capacity(input.sources.len());
+    for message_id in &input.sources {
+        let event_id = EventId::derived(&[tenant.as_str(), subject.as_str(), message_id]);
+        let known = state
+            .log
+            .store()
+            .get_event(tenant, &event_id)
+            .await
+            .map_err(ApiError::from)?
+            .is_some_and(|e| e.event_type == "MessageReceived");
+        if !known {
+            return Err(ApiError::unprocessable(
+                "unknown_source",
+                "a source is not a message id posted for this subject",
+            ));
+        }
+        if !source_event_ids.contains(&event_id) {
+            source_event_ids.push(event_id);
+        }
+    }
     let mut scrub = ScrubSession::new(&state.scrubbers, tenant, &state.metrics);
     let content = scrub.scrub(&input.content);
     let pii = scrub.finish();
@@ -346,7 +379,7 @@ pub async fn create_memory(
         importance,
         state: MemoryState::Active,
         provenance: Provenance {
-            source_event_ids: vec![],
+            source_event_ids,
             producer: Producer::api(),
         },
         session,

@@ -58,6 +58,10 @@ pub fn configure(state: Arc<IngestState>) -> impl Fn(&mut web::ServiceConfig) + 
             .route(
                 "/v1/subjects/{subject}",
                 web::delete().to(handlers::erase_subject),
+            )
+            .route(
+                "/v1/subjects/{subject}/consolidate",
+                web::post().to(handlers::request_consolidation),
             );
     }
 }

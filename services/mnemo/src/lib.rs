@@ -4,6 +4,9 @@
 //! here so the API tests can start the same application on a random port.
 
 pub mod bench;
+pub mod bench_search;
+pub mod eval;
+pub mod forget;
 pub mod secrets;
 pub mod startup;
 

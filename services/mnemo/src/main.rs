@@ -57,10 +57,46 @@ enum Command {
         #[command(subcommand)]
         what: BenchCommand,
     },
+    /// Evaluate retrieval quality through the HTTP API of a running server.
+    Eval {
+        #[command(subcommand)]
+        what: EvalCommand,
+    },
+    /// Score every memory by its tenant's forgetting policy; archive and
+    /// expire what fell below the thresholds (or only list it).
+    Forget {
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// List the decisions and why, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Create or upgrade the database schema, then exit.
     Migrate {
         #[arg(long)]
         data_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum EvalCommand {
+    /// LoCoMo recall@k: ingest each turn, query each question, score provenance.
+    Locomo {
+        /// locomo JSON (e.g. ../shared/data/locomo-dev/locomo-dev.json).
+        file: PathBuf,
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// A token with memories:write and memories:read.
+        #[arg(long, env = "MNEMO_TOKEN")]
+        token: String,
+        /// hybrid, semantic, keyword (repeat), or all.
+        #[arg(long = "mode", num_args = 1.., default_values_t = [String::from("all")])]
+        modes: Vec<String>,
+        #[arg(long, default_value = "locomo")]
+        subject_prefix: String,
+        /// Reuse the subjects of an earlier run instead of ingesting again.
+        #[arg(long)]
+        skip_ingest: bool,
     },
 }
 
@@ -83,6 +119,14 @@ enum BenchCommand {
         concurrency: usize,
         #[arg(long, default_value_t = 16)]
         subjects: usize,
+    },
+    /// Search latency p50/p99 at several memory counts, with and without the
+    /// embedder, against the raw qdrant-edge query time on the same data.
+    Search {
+        #[arg(long = "size", num_args = 1.., default_values_t = [10_000usize, 100_000])]
+        sizes: Vec<usize>,
+        #[arg(long, default_value_t = 200)]
+        queries: usize,
     },
 }
 
@@ -193,6 +237,38 @@ fn main() -> anyhow::Result<()> {
                 },
                 &batches,
             ))?;
+        }
+        Command::Bench {
+            what: BenchCommand::Search { sizes, queries },
+        } => {
+            runtime.block_on(mnemo::bench_search::search(
+                mnemo::bench_search::SearchBenchArgs { sizes, queries },
+            ))?;
+        }
+        Command::Eval {
+            what:
+                EvalCommand::Locomo {
+                    file,
+                    url,
+                    token,
+                    modes,
+                    subject_prefix,
+                    skip_ingest,
+                },
+        } => {
+            runtime.block_on(mnemo::eval::locomo(mnemo::eval::LocomoArgs {
+                file,
+                url,
+                token,
+                modes,
+                subject_prefix,
+                skip_ingest,
+            }))?;
+        }
+        Command::Forget { data_dir, dry_run } => {
+            let settings = settings(&cli.config, data_dir, None)?;
+            let _telemetry = init_telemetry(&settings)?;
+            runtime.block_on(mnemo::forget::run(&settings, dry_run))?;
         }
         Command::Migrate { data_dir } => {
             let settings = settings(&cli.config, data_dir, None)?;

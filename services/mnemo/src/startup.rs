@@ -15,14 +15,21 @@ use async_trait::async_trait;
 use mnemo_auth::{JwtAlgorithm, PublicKey, Verifier, VerifierConfig};
 use mnemo_bus::in_process::InProcessBus;
 use mnemo_bus::relay::{RelayStats, SqliteCheckpointStore};
-use mnemo_bus::{run_consumer, topics, Bus, ConsumerOptions, Relay};
+use mnemo_bus::{run_consumer, run_record_consumer, topics, Bus, ConsumerOptions, Relay};
 use mnemo_config::Settings;
+use mnemo_consolidator::buffer::{MessageBuffer, SqliteMessageBuffer};
+use mnemo_consolidator::pipeline::Pipeline;
+use mnemo_consolidator::rules::RuleStrategy;
+use mnemo_consolidator::Consolidator;
 use mnemo_crypto::{MasterKey, SqliteSubjectKeyStore, SubjectCipher};
 use mnemo_domain::events::ErasureStep;
 use mnemo_domain::{SubjectId, TenantId};
+use mnemo_embed::{EmbedSettings, Embedder, EmbedderKind};
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_event_store::sqlite::{self, SqliteEventStore};
 use mnemo_event_store::EventStore;
+use mnemo_forgetter::retention::Retention;
+use mnemo_forgetter::usage::{AccessSignals, SqliteUsageStore, UsageStore};
 use mnemo_forgetter::{ErasureExecutor, ErasureTarget};
 use mnemo_http::{extractor_configs, json_error_bodies, observe_requests, ApiError};
 use mnemo_ingest::{IngestState, Scrubbers};
@@ -30,6 +37,7 @@ use mnemo_read_model::sqlite::SqliteMemoryReadModel;
 use mnemo_read_model::MemoryReadModel;
 use mnemo_retriever::{MemoryProjection, RetrieverState};
 use mnemo_telemetry::Metrics;
+use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
 use secrecy::ExposeSecret;
 use sqlx::SqlitePool;
 
@@ -47,6 +55,103 @@ pub fn routes() -> Vec<(&'static str, &'static str)> {
     routes.extend_from_slice(mnemo_ingest::ROUTES);
     routes.extend_from_slice(mnemo_retriever::ROUTES);
     routes
+}
+
+/// The erasure step for the vector index: the subject's points.
+struct VectorIndexErasure(Arc<dyn VectorIndex>);
+
+#[async_trait]
+impl ErasureTarget for VectorIndexErasure {
+    async fn erase_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<ErasureStep, String> {
+        let deleted = self
+            .0
+            .delete_subject(tenant, subject)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.0.flush().await.map_err(|e| e.to_string())?;
+        Ok(ErasureStep {
+            store: "vector_index".to_owned(),
+            action: "points_deleted".to_owned(),
+            count: deleted,
+        })
+    }
+}
+
+/// The erasure step for the consolidator's buffer and the usage counts:
+/// message ids and access counts of the subject.
+struct PipelineStateErasure {
+    buffer: Arc<dyn MessageBuffer>,
+    usage: Arc<dyn UsageStore>,
+}
+
+#[async_trait]
+impl ErasureTarget for PipelineStateErasure {
+    async fn erase_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<ErasureStep, String> {
+        let buffered = self
+            .buffer
+            .delete_subject(tenant, subject)
+            .await
+            .map_err(|e| e.to_string())?;
+        let usage = self
+            .usage
+            .delete_subject(tenant, subject)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(ErasureStep {
+            store: "pipeline_state".to_owned(),
+            action: "rows_deleted".to_owned(),
+            count: buffered + usage,
+        })
+    }
+}
+
+/// The embedder the settings ask for (see `mnemo-embed`'s `build`).
+pub async fn build_embedder(settings: &Settings) -> anyhow::Result<Arc<dyn Embedder>> {
+    let embedding = &settings.embedding;
+    let mut embed = EmbedSettings {
+        kind: embedding
+            .kind
+            .parse::<EmbedderKind>()
+            .context("embedding.kind")?,
+        model_dir: embedding.model_dir.clone(),
+        model: embedding.model.clone(),
+        base_url: embedding.base_url.clone(),
+        api_key: embedding.api_key.clone(),
+        dimension: embedding.dimension,
+        ..EmbedSettings::default()
+    };
+    if let Some(cache) = &embedding.cache_dir {
+        embed.cache_dir = cache.clone();
+    }
+    let embedder = mnemo_embed::build(&embed)
+        .await
+        .context("cannot set up the embedder")?;
+    tracing::info!(model = %embedder.space().model, dimension = embedder.space().dimension, "embedder ready");
+    Ok(embedder)
+}
+
+/// Opens the vector index of the embedder's space: one shard per space, so
+/// switching models never mixes vectors.
+pub fn open_vector_index(
+    settings: &Settings,
+    embedder: &dyn Embedder,
+) -> anyhow::Result<Arc<dyn VectorIndex>> {
+    let space = embedder.space();
+    let dir = settings
+        .data_dir
+        .join("vectors")
+        .join(space.collection_name());
+    let index = EdgeVectorIndex::open(&dir, space.dimension)
+        .with_context(|| format!("cannot open the vector index {}", dir.display()))?;
+    Ok(Arc::new(index))
 }
 
 /// The erasure step for the SQLite read model: delete the rows, then empty
@@ -149,6 +254,13 @@ pub struct Application {
     log: SealedLog,
     read_model: Arc<dyn MemoryReadModel>,
     pool: SqlitePool,
+    embedder: Arc<dyn Embedder>,
+    index: Arc<dyn VectorIndex>,
+    consolidator: Arc<Consolidator>,
+    retention: Arc<Retention>,
+    usage: Arc<dyn UsageStore>,
+    buffer: Arc<dyn MessageBuffer>,
+    forget_interval: Duration,
 }
 
 struct Health {
@@ -228,6 +340,25 @@ impl Application {
         ));
         let read_model: Arc<dyn MemoryReadModel> =
             Arc::new(SqliteMemoryReadModel::new(pool.clone()));
+        let embedder = build_embedder(&settings).await?;
+        let index = open_vector_index(&settings, embedder.as_ref())?;
+        let buffer: Arc<dyn MessageBuffer> = Arc::new(SqliteMessageBuffer::new(pool.clone()));
+        let usage: Arc<dyn UsageStore> = Arc::new(SqliteUsageStore::new(pool.clone()));
+        let consolidator = Arc::new(Consolidator::new(Pipeline {
+            log: log.clone(),
+            buffer: buffer.clone(),
+            strategy: Arc::new(RuleStrategy::new()),
+            embedder: embedder.clone(),
+            index: index.clone(),
+            read_model: read_model.clone(),
+            policies: Arc::new(settings.consolidation.clone()),
+        }));
+        let retention = Arc::new(Retention {
+            log: log.clone(),
+            read_model: read_model.clone(),
+            usage: usage.clone(),
+            policies: Arc::new(settings.forgetting.policies.clone()),
+        });
 
         let ingest = Arc::new(IngestState {
             log: log.clone(),
@@ -239,6 +370,11 @@ impl Application {
             log: log.clone(),
             read_model: read_model.clone(),
             metrics: metrics.clone(),
+            embedder: embedder.clone(),
+            index: index.clone(),
+            bus: bus.clone(),
+            ranking: Default::default(),
+            rrf_k: mnemo_vector_index::DEFAULT_RRF_K,
         });
         let health = web::Data::new(Health {
             pool: pool.clone(),
@@ -280,11 +416,23 @@ impl Application {
             log,
             read_model,
             pool,
+            embedder,
+            index,
+            consolidator,
+            retention,
+            usage,
+            buffer,
+            forget_interval: settings.forgetting.interval,
         })
     }
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The vector index, for tools and tests that inspect it directly.
+    pub fn vector_index(&self) -> Arc<dyn VectorIndex> {
+        self.index.clone()
     }
 
     /// Runs the HTTP server beside the relay and the consumers until the
@@ -296,6 +444,8 @@ impl Application {
         let projection = Arc::new(MemoryProjection::new(
             self.log.clone(),
             self.read_model.clone(),
+            self.embedder.clone(),
+            self.index.clone(),
         ));
         let projection_task = tokio::spawn(run_consumer(
             self.bus.clone(),
@@ -304,21 +454,40 @@ impl Application {
         ));
         let erasure = Arc::new(ErasureExecutor::new(
             self.log.clone(),
-            vec![Arc::new(SqliteReadModelErasure {
-                read_model: self.read_model.clone(),
-                pool: self.pool.clone(),
-            })],
+            vec![
+                Arc::new(VectorIndexErasure(self.index.clone())),
+                Arc::new(PipelineStateErasure {
+                    buffer: self.buffer.clone(),
+                    usage: self.usage.clone(),
+                }),
+                // Last: it also truncates SQLite's WAL, after every delete.
+                Arc::new(SqliteReadModelErasure {
+                    read_model: self.read_model.clone(),
+                    pool: self.pool.clone(),
+                }),
+            ],
         ));
         let erasure_task = tokio::spawn(run_consumer(
             self.bus.clone(),
             ConsumerOptions::new("forgetter.erasure", &[topics::SUBJECT_EVENTS]),
             erasure,
         ));
-        let buffer_task = tokio::spawn(run_consumer(
+        let consolidator_task = tokio::spawn(run_consumer(
             self.bus.clone(),
-            ConsumerOptions::new("consolidator.buffer", &[topics::MESSAGES]),
-            Arc::new(mnemo_consolidator::MessageBuffer::new()),
+            ConsumerOptions::new("consolidator", &[topics::MESSAGES]),
+            self.consolidator.clone(),
         ));
+        let tick = (self.consolidator.shortest_idle_timeout() / 4)
+            .clamp(Duration::from_millis(50), Duration::from_secs(30));
+        let sweeper_task = tokio::spawn(self.consolidator.clone().run_idle_sweeper(tick));
+        let access_task = tokio::spawn(run_record_consumer(
+            self.bus.clone(),
+            ConsumerOptions::new("forgetter.access", &[topics::ACCESS_SIGNALS]),
+            Arc::new(AccessSignals {
+                usage: self.usage.clone(),
+            }),
+        ));
+        let retention_task = tokio::spawn(self.retention.clone().run_every(self.forget_interval));
 
         let outcome = tokio::select! {
             result = self.server => {
@@ -328,8 +497,14 @@ impl Application {
             result = relay_task => Err(anyhow::anyhow!("relay stopped: {result:?}")),
             result = projection_task => Err(anyhow::anyhow!("retriever projection stopped: {result:?}")),
             result = erasure_task => Err(anyhow::anyhow!("forgetter stopped: {result:?}")),
-            result = buffer_task => Err(anyhow::anyhow!("consolidator stopped: {result:?}")),
+            result = consolidator_task => Err(anyhow::anyhow!("consolidator stopped: {result:?}")),
+            result = sweeper_task => Err(anyhow::anyhow!("consolidation sweeper stopped: {result:?}")),
+            result = access_task => Err(anyhow::anyhow!("access signal consumer stopped: {result:?}")),
+            result = retention_task => Err(anyhow::anyhow!("retention pass stopped: {result:?}")),
         };
+        if let Err(error) = self.index.flush().await {
+            tracing::warn!(error = %error, "vector index flush at shutdown failed");
+        }
         // A clean shutdown leaves no write half done: SQLite transactions are
         // atomic, and consumers resume from their committed offsets.
         self.pool.close().await;

@@ -11,13 +11,18 @@ pub mod context;
 pub mod handlers;
 pub mod projection;
 pub mod ranking;
+pub mod search;
 
 use std::sync::Arc;
 
 use actix_web::web;
+use mnemo_bus::Bus;
+use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_read_model::MemoryReadModel;
 use mnemo_telemetry::Metrics;
+use mnemo_vector_index::VectorIndex;
+use ranking::RankingParams;
 
 pub use projection::MemoryProjection;
 
@@ -25,6 +30,12 @@ pub struct RetrieverState {
     pub log: SealedLog,
     pub read_model: Arc<dyn MemoryReadModel>,
     pub metrics: Arc<Metrics>,
+    pub embedder: Arc<dyn Embedder>,
+    pub index: Arc<dyn VectorIndex>,
+    pub bus: Arc<dyn Bus>,
+    pub ranking: RankingParams,
+    /// Reciprocal-rank-fusion constant for hybrid queries.
+    pub rrf_k: u32,
 }
 
 pub const ROUTES: &[(&str, &str)] = &[
@@ -34,6 +45,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/subjects/{subject}/export"),
     ("GET", "/v1/audit"),
     ("GET", "/v1/erasures/{id}"),
+    ("POST", "/v1/subjects/{subject}/search"),
+    ("POST", "/v1/subjects/{subject}/context"),
 ];
 
 pub fn configure(state: Arc<RetrieverState>) -> impl Fn(&mut web::ServiceConfig) + Clone {
@@ -56,6 +69,14 @@ pub fn configure(state: Arc<RetrieverState>) -> impl Fn(&mut web::ServiceConfig)
             .route(
                 "/v1/erasures/{id}",
                 web::get().to(handlers::erasure_receipt),
+            )
+            .route(
+                "/v1/subjects/{subject}/search",
+                web::post().to(search::search),
+            )
+            .route(
+                "/v1/subjects/{subject}/context",
+                web::post().to(search::context),
             );
     }
 }

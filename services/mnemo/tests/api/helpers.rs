@@ -11,20 +11,42 @@ pub struct TestApp {
     pub address: String,
     pub client: Client,
     pub dir: tempfile::TempDir,
+    pub index: std::sync::Arc<dyn mnemo_vector_index::VectorIndex>,
     secret: Vec<u8>,
 }
 
+/// The app with the lexical embedder: for tests of the API itself.
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(&[]).await
+}
+
+/// The app with the real all-MiniLM-L6-v2 model and a config file: for tests
+/// of the memory pipeline.
+pub async fn spawn_app_with_model(config: &str) -> TestApp {
+    let model = mnemo_embed::test_model_dir().await;
+    let config_dir = tempfile::tempdir().unwrap();
+    let file = config_dir.path().join("mnemo.toml");
+    std::fs::write(&file, config).unwrap();
+    let app = spawn_app_with(&[
+        ("MNEMO_EMBEDDER", "local"),
+        ("MNEMO_EMBED_MODEL_DIR", model.to_str().unwrap()),
+        ("MNEMO_CONFIG", file.to_str().unwrap()),
+    ])
+    .await;
+    // The config file is read at start; it need not outlive the call.
+    drop(config_dir);
+    app
 }
 
 /// Starts the app with extra environment settings (e.g. limits via a config file).
 pub async fn spawn_app_with(env: &[(&str, &str)]) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
-    let env: HashMap<String, String> = env
+    let mut env: HashMap<String, String> = env
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
+    env.entry("MNEMO_EMBEDDER".into())
+        .or_insert_with(|| "lexical".into());
     let settings = mnemo_config::load_from(
         &Overrides {
             data_dir: Some(dir.path().to_owned()),
@@ -37,6 +59,7 @@ pub async fn spawn_app_with(env: &[(&str, &str)]) -> TestApp {
     let secret_file = settings.dev_secret_file();
     let app = mnemo::Application::build(settings).await.unwrap();
     let address = format!("http://127.0.0.1:{}", app.port());
+    let index = app.vector_index();
     tokio::spawn(app.run());
     let (secret, _) = mnemo::secrets::load_or_create_dev_secret(&secret_file).unwrap();
     TestApp {
@@ -46,6 +69,7 @@ pub async fn spawn_app_with(env: &[(&str, &str)]) -> TestApp {
             .build()
             .unwrap(),
         dir,
+        index,
         secret,
     }
 }
@@ -198,6 +222,38 @@ impl TestApp {
             );
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
+    }
+}
+
+impl TestApp {
+    /// Polls until `predicate` holds on the JSON of `GET path`.
+    pub async fn wait_for(
+        &self,
+        path: &str,
+        token: &str,
+        what: &str,
+        predicate: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let body = self.get_json(path, token).await;
+            if predicate(&body) {
+                return body;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{what} never happened: {body}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn post_json(&self, path: &str, token: &str, body: Value) -> Value {
+        let response = self.call(Method::POST, path, token, Some(body)).await;
+        let status = response.status();
+        let body: Value = response.json().await.unwrap();
+        assert!(status.is_success(), "POST {path}: {status} {body}");
+        body
     }
 }
 

@@ -8,4 +8,5 @@ mod jwt;
 mod memories;
 mod messages;
 mod openapi;
+mod pipeline;
 mod tenancy;

@@ -263,3 +263,49 @@ async fn audit_filters_by_subject_actor_type_and_time_and_pages() {
     let unknown = app.get("/v1/audit?type=Nonsense", &token).await;
     assert_error(unknown, 400, "invalid_type").await;
 }
+
+#[tokio::test]
+async fn a_direct_memory_can_cite_the_messages_it_comes_from() {
+    let app = spawn_app().await;
+    let token = app.admin("acme");
+    let posted: Value = app
+        .post_messages(
+            &token,
+            "u",
+            json!([{"role": "user", "content": "I moved to Lyon", "id": "D1:3"}]),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let created = app
+        .create_memory(
+            &token,
+            "u",
+            json!({"content": "Lives in Lyon", "kind": "fact", "sources": ["D1:3"]}),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+    let memory: Value = created.json().await.unwrap();
+    assert_eq!(
+        memory["provenance"]["source_event_ids"][0],
+        posted["events"][0]["event_id"]
+    );
+    // Another subject's message, or an unknown id, is not a source.
+    app.post_messages(
+        &token,
+        "other",
+        json!([{"role": "user", "content": "hello there", "id": "D9:9"}]),
+    )
+    .await;
+    for bad in ["D9:9", "nope"] {
+        let response = app
+            .create_memory(
+                &token,
+                "u",
+                json!({"content": "x", "kind": "fact", "sources": [bad]}),
+            )
+            .await;
+        assert_error(response, 422, "unknown_source").await;
+    }
+}

@@ -1,0 +1,424 @@
+//! The local sentence-transformer: a BERT-architecture model run on the CPU
+//! with candle, reproducing what sentence-transformers computes.
+//!
+//! What sentence-transformers does, and so what this does: strip the text
+//! (and lowercase it when `do_lower_case` says so), tokenize with truncation
+//! at `max_seq_length` from `sentence_bert_config.json` (not the tokenizer's
+//! own setting), run the encoder, pool (mean over real tokens, or CLS), and
+//! L2-normalise. Padding is where naive ports go wrong: the shipped
+//! `tokenizer.json` pads every input to 128 tokens, and averaging over the
+//! pads gives vectors that look alike for unrelated sentences. Here the
+//! tokenizer's padding is switched off; batches are padded by hand, the
+//! attention mask keeps pads out of attention, and pooling weighs by the mask.
+//!
+//! Nothing is specific to one vocabulary: multilingual BERT-architecture
+//! models with an XLM-R tokenizer (e.g. intfloat/multilingual-e5-small) load
+//! the same way, with their own pad id and special tokens.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use candle_core::{DType, Device, IndexOp, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+use serde::Deserialize;
+use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
+
+use crate::model::check_complete;
+use crate::{l2_normalize, EmbedError, Embedder, EmbeddingSpace};
+
+/// sentence-transformers' default when a model does not say.
+const DEFAULT_MAX_SEQ_LENGTH: usize = 256;
+/// Texts per forward pass. Batching amortises per-call overhead; much larger
+/// batches only add padding and memory on a CPU.
+const DEFAULT_BATCH_SIZE: usize = 16;
+
+/// How token vectors become one sentence vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pooling {
+    /// Mean over the tokens the attention mask marks as real.
+    Mean,
+    /// The first ([CLS]) token's vector.
+    Cls,
+}
+
+/// A sentence-transformers model directory loaded for CPU inference.
+pub struct LocalEmbedder {
+    inner: Arc<Inner>,
+    space: EmbeddingSpace,
+    batch_size: usize,
+}
+
+struct Inner {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    pooling: Pooling,
+    lowercase: bool,
+    pad_id: u32,
+    max_seq_length: usize,
+    device: Device,
+}
+
+impl std::fmt::Debug for LocalEmbedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalEmbedder")
+            .field("space", &self.space)
+            .field("pooling", &self.inner.pooling)
+            .field("batch_size", &self.batch_size)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Deserialize)]
+struct SentenceBertConfig {
+    max_seq_length: Option<usize>,
+    #[serde(default)]
+    do_lower_case: bool,
+}
+
+#[derive(Deserialize)]
+struct ModuleEntry {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    path: String,
+}
+
+#[derive(Deserialize)]
+struct PoolingConfig {
+    word_embedding_dimension: Option<usize>,
+    #[serde(default)]
+    pooling_mode_cls_token: bool,
+    #[serde(default)]
+    pooling_mode_mean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_max_tokens: bool,
+    #[serde(default)]
+    pooling_mode_mean_sqrt_len_tokens: bool,
+    #[serde(default)]
+    pooling_mode_weightedmean_tokens: bool,
+    #[serde(default)]
+    pooling_mode_lasttoken: bool,
+}
+
+impl LocalEmbedder {
+    /// Loads `dir`: `config.json`, `tokenizer.json` and `model.safetensors`
+    /// (`pytorch_model.bin` is not supported: unpickling is unsafe, and
+    /// candle reads safetensors), plus the optional sentence-transformers
+    /// files `sentence_bert_config.json` (max_seq_length, do_lower_case),
+    /// `modules.json` and the pooling config it points to (mean and CLS
+    /// pooling are supported; other modes and extra modules such as `Dense`
+    /// are refused rather than silently ignored). `model_id` names the
+    /// embedding space.
+    ///
+    /// Vectors are always L2-normalised, as the port promises; for models
+    /// whose `modules.json` has a `Normalize` module this is exactly their
+    /// output, for others it differs only in length, so cosine similarity is
+    /// unchanged.
+    pub fn load(dir: &Path, model_id: &str) -> Result<Self, EmbedError> {
+        let fail = |reason: String| EmbedError::ModelLoad {
+            dir: dir.to_path_buf(),
+            reason,
+        };
+        check_complete(dir).map_err(fail)?;
+
+        let config_json: serde_json::Value =
+            read_json(dir, "config.json")?.ok_or_else(|| fail("config.json is missing".into()))?;
+        // candle's BertModel numbers positions from 0; RoBERTa-family models
+        // (model_type xlm-roberta, roberta) offset them by the pad id and
+        // would silently produce wrong vectors, so refuse them by name.
+        let model_type = config_json
+            .get("model_type")
+            .and_then(|v| v.as_str())
+            .unwrap_or("bert");
+        if model_type != "bert" {
+            return Err(fail(format!(
+                "model_type {model_type:?} is not supported; only BERT-architecture models load"
+            )));
+        }
+        let config: BertConfig = serde_json::from_value(config_json)
+            .map_err(|e| fail(format!("config.json is not a BERT config: {e}")))?;
+
+        let sbert: Option<SentenceBertConfig> = read_json(dir, "sentence_bert_config.json")?;
+        let max_seq_length = sbert
+            .as_ref()
+            .and_then(|c| c.max_seq_length)
+            .unwrap_or(DEFAULT_MAX_SEQ_LENGTH)
+            .min(config.max_position_embeddings);
+        let lowercase = sbert.as_ref().is_some_and(|c| c.do_lower_case);
+
+        let (pooling, model_normalizes) = read_pipeline(dir, config.hidden_size)?;
+
+        let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
+            .map_err(|e| fail(format!("tokenizer.json: {e}")))?;
+        // The pad id must be the model's own (0 for BERT vocabularies, 1 for
+        // XLM-R): prefer the tokenizer's padding config, then well-known pad
+        // tokens, then config.json.
+        let pad_id = tokenizer
+            .get_padding()
+            .map(|p| p.pad_id)
+            .or_else(|| tokenizer.token_to_id("[PAD]"))
+            .or_else(|| tokenizer.token_to_id("<pad>"))
+            .unwrap_or(config.pad_token_id as u32);
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: max_seq_length,
+                strategy: TruncationStrategy::LongestFirst,
+                stride: 0,
+                direction: TruncationDirection::Right,
+            }))
+            .map_err(|e| fail(format!("tokenizer truncation: {e}")))?;
+
+        let device = Device::Cpu;
+        // Read into memory rather than mmap: mmap needs `unsafe` and is
+        // undefined behaviour if the file changes underneath; the weights end
+        // up in memory either way.
+        let weights_path = dir.join("model.safetensors");
+        let weights = std::fs::read(&weights_path).map_err(|e| EmbedError::io(&weights_path, e))?;
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
+            .map_err(|e| fail(format!("model.safetensors: {e}")))?;
+        let model = BertModel::load(vb, &config).map_err(|e| fail(format!("BERT weights: {e}")))?;
+
+        tracing::info!(
+            model = %model_id,
+            dimension = config.hidden_size,
+            max_seq_length,
+            pooling = ?pooling,
+            model_normalizes,
+            "local embedding model loaded"
+        );
+        Ok(Self {
+            space: EmbeddingSpace::new(model_id, config.hidden_size),
+            inner: Arc::new(Inner {
+                model,
+                tokenizer,
+                pooling,
+                lowercase,
+                pad_id,
+                max_seq_length,
+                device,
+            }),
+            batch_size: DEFAULT_BATCH_SIZE,
+        })
+    }
+
+    /// Texts per forward pass (default 16); 1 turns batching off.
+    pub fn with_batch_size(mut self, batch_size: usize) -> Self {
+        self.batch_size = batch_size.max(1);
+        self
+    }
+
+    /// Tokens the model sees for `text`, special tokens included: at most
+    /// [`Self::max_seq_length`], and equal to it when the text was cut.
+    /// Callers can use it to chunk long texts instead of losing their end.
+    pub fn token_count(&self, text: &str) -> Result<usize, EmbedError> {
+        Ok(self.inner.encode(text)?.get_ids().len())
+    }
+
+    /// Where texts are cut: `max_seq_length` from
+    /// `sentence_bert_config.json` (default 256), capped by the model's
+    /// position embeddings.
+    pub fn max_seq_length(&self) -> usize {
+        self.inner.max_seq_length
+    }
+
+    /// Embeds on the calling thread; [`Embedder::embed`] runs this on the
+    /// blocking pool.
+    pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.inner.embed(texts, self.batch_size)
+    }
+}
+
+/// Reads modules.json (when present) and the pooling config it names.
+/// Returns the pooling mode and whether a Normalize module is declared.
+fn read_pipeline(dir: &Path, hidden_size: usize) -> Result<(Pooling, bool), EmbedError> {
+    let fail = |reason: String| EmbedError::ModelLoad {
+        dir: dir.to_path_buf(),
+        reason,
+    };
+    let modules: Option<Vec<ModuleEntry>> = read_json(dir, "modules.json")?;
+    let mut pooling_path = "1_Pooling".to_string();
+    let mut normalize = false;
+    if let Some(modules) = &modules {
+        for module in modules {
+            let kind = module.kind.rsplit('.').next().unwrap_or(&module.kind);
+            match kind {
+                "Transformer" => {}
+                "Pooling" => pooling_path = module.path.clone(),
+                "Normalize" => normalize = true,
+                other => {
+                    return Err(fail(format!(
+                        "modules.json lists a {other} module, which is not supported"
+                    )))
+                }
+            }
+        }
+    }
+    let pooling_file = format!("{}/config.json", pooling_path.trim_end_matches('/'));
+    let pooling = match read_json::<PoolingConfig>(dir, &pooling_file)? {
+        // Loading a plain transformer, sentence-transformers defaults to mean.
+        None => Pooling::Mean,
+        Some(config) => {
+            if let Some(dimension) = config.word_embedding_dimension {
+                if dimension != hidden_size {
+                    return Err(fail(format!(
+                        "pooling dimension {dimension} differs from hidden size {hidden_size}"
+                    )));
+                }
+            }
+            let unsupported = config.pooling_mode_max_tokens
+                || config.pooling_mode_mean_sqrt_len_tokens
+                || config.pooling_mode_weightedmean_tokens
+                || config.pooling_mode_lasttoken;
+            match (
+                config.pooling_mode_mean_tokens,
+                config.pooling_mode_cls_token,
+                unsupported,
+            ) {
+                (true, false, false) => Pooling::Mean,
+                (false, true, false) => Pooling::Cls,
+                _ => {
+                    return Err(fail(
+                        "pooling must be exactly one of mean or cls; other and combined \
+                         modes are not supported"
+                            .into(),
+                    ))
+                }
+            }
+        }
+    };
+    Ok((pooling, normalize))
+}
+
+/// Parses `dir/name` as JSON; `Ok(None)` when the file does not exist.
+fn read_json<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    name: &str,
+) -> Result<Option<T>, EmbedError> {
+    let path = dir.join(name);
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(EmbedError::io(path, e)),
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| EmbedError::ModelLoad {
+            dir: dir.to_path_buf(),
+            reason: format!("{name}: {e}"),
+        })
+}
+
+fn inference(error: impl std::fmt::Display) -> EmbedError {
+    EmbedError::Inference(error.to_string())
+}
+
+impl Inner {
+    /// The model's input for one text, truncated to `max_seq_length`.
+    fn encode(&self, text: &str) -> Result<tokenizers::Encoding, EmbedError> {
+        // sentence-transformers strips before tokenizing; for sentencepiece
+        // tokenizers a leading space changes the tokens.
+        let text = text.trim();
+        let text = if self.lowercase {
+            std::borrow::Cow::Owned(text.to_lowercase())
+        } else {
+            std::borrow::Cow::Borrowed(text)
+        };
+        self.tokenizer
+            .encode(text.as_ref(), true)
+            .map_err(|e| inference(format!("tokenization failed: {e}")))
+    }
+
+    fn embed(&self, texts: &[String], batch_size: usize) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let encodings = texts
+            .iter()
+            .map(|text| self.encode(text))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        // Batch texts of similar length together so that little is padded;
+        // results go back to their input positions.
+        let mut order: Vec<usize> = (0..encodings.len()).collect();
+        order.sort_by_key(|&i| encodings[i].get_ids().len());
+        let mut vectors: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(batch_size) {
+            let batch: Vec<&tokenizers::Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
+            for (&index, vector) in chunk.iter().zip(self.forward(&batch)?) {
+                vectors[index] = vector;
+            }
+        }
+        Ok(vectors)
+    }
+
+    /// One forward pass over texts padded to the longest among them.
+    fn forward(&self, batch: &[&tokenizers::Encoding]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let longest = batch.iter().map(|e| e.get_ids().len()).max().unwrap_or(0);
+        let size = batch.len();
+        let mut ids = Vec::with_capacity(size * longest);
+        let mut type_ids = Vec::with_capacity(size * longest);
+        let mut mask = Vec::with_capacity(size * longest);
+        for encoding in batch {
+            let length = encoding.get_ids().len();
+            let padding = longest - length;
+            ids.extend_from_slice(encoding.get_ids());
+            ids.extend(std::iter::repeat_n(self.pad_id, padding));
+            type_ids.extend_from_slice(encoding.get_type_ids());
+            type_ids.extend(std::iter::repeat_n(0u32, padding));
+            mask.extend(std::iter::repeat_n(1u32, length));
+            mask.extend(std::iter::repeat_n(0u32, padding));
+        }
+        let shape = (size, longest);
+        let ids = Tensor::from_vec(ids, shape, &self.device).map_err(inference)?;
+        let type_ids = Tensor::from_vec(type_ids, shape, &self.device).map_err(inference)?;
+        let mask = Tensor::from_vec(mask, shape, &self.device).map_err(inference)?;
+
+        // [batch, tokens, hidden]
+        let hidden = self
+            .model
+            .forward(&ids, &type_ids, Some(&mask))
+            .map_err(inference)?;
+        let pooled = match self.pooling {
+            Pooling::Mean => {
+                let mask = mask
+                    .to_dtype(DType::F32)
+                    .and_then(|m| m.unsqueeze(2))
+                    .map_err(inference)?;
+                let summed = hidden
+                    .broadcast_mul(&mask)
+                    .and_then(|t| t.sum(1))
+                    .map_err(inference)?;
+                // Every text has at least its special tokens, so the count is
+                // never zero.
+                let counts = mask.sum(1).map_err(inference)?;
+                summed.broadcast_div(&counts).map_err(inference)?
+            }
+            Pooling::Cls => hidden.i((.., 0)).map_err(inference)?,
+        };
+        let mut vectors: Vec<Vec<f32>> = pooled.to_vec2().map_err(inference)?;
+        for vector in &mut vectors {
+            if !l2_normalize(vector) {
+                return Err(inference("model produced a zero or non-finite vector"));
+            }
+        }
+        Ok(vectors)
+    }
+}
+
+#[async_trait::async_trait]
+impl Embedder for LocalEmbedder {
+    fn space(&self) -> &EmbeddingSpace {
+        &self.space
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let inner = Arc::clone(&self.inner);
+        let batch_size = self.batch_size;
+        let texts = texts.to_vec();
+        tokio::task::spawn_blocking(move || inner.embed(&texts, batch_size))
+            .await
+            .map_err(|e| EmbedError::Task(e.to_string()))?
+    }
+}

@@ -1,0 +1,971 @@
+//! The embedded adapter: one qdrant-edge shard per embedding space.
+//!
+//! qdrant-edge 0.7.0 is a synchronous library, so every call runs on
+//! tokio's blocking pool (`spawn_blocking`) with the shard behind an `Arc`.
+//! Reads run concurrently; writes, flushes and optimisation take one writer
+//! lock because the engine's `flush` panics if the WAL or the segment holder
+//! is busy, and because a few writes are check-then-act (an id owned by
+//! another tenant, the count of an erasure).
+//!
+//! Engine facts this adapter relies on (read from the 0.7.0 source):
+//! - `EdgeShard::load` does not replay the WAL; only flushed segments
+//!   survive a crash. So every write flushes before it returns (see
+//!   [`EdgeVectorIndex::set_durable_writes`]), and dropping the index
+//!   flushes too.
+//! - The WAL is written but never truncated (nothing acknowledges it), so
+//!   its files grow with every write and keep deleted points' payloads and
+//!   vectors. Rebuilding the index into a fresh directory is the only way
+//!   to shed them; an erasure receipt should say so.
+//! - Nothing optimises in the background. New points go to a plain
+//!   (brute-force) segment until [`EdgeVectorIndex::optimize`] builds HNSW
+//!   and vacuums deleted points.
+//! - Payload indexes are applied to existing segments only, so they are
+//!   (idempotently) re-created on every open.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use mnemo_domain::{MemoryId, SubjectId, TenantId};
+use qdrant_edge::bm25_embed::{EdgeBm25, EdgeBm25Config};
+use qdrant_edge::{
+    CountRequest, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
+    EdgeVectorParams, FieldIndexOperations, Filter, JsonPath, Modifier, NamedQuery, Payload,
+    PayloadFieldSchema, PayloadOps, PointId, PointInsertOperations, PointOperations, PointStruct,
+    QueryEnum, QueryRequest, ScoredPoint, ScoringQuery, ScrollRequest, SetPayloadOp, SparseVector,
+    UpdateOperation, Vector, VectorInternal, VectorStructInternal, Vectors, WithPayloadInterface,
+    WithVector,
+};
+use serde_json::{json, Value};
+use tracing::debug;
+
+use crate::fusion::{self, Fused};
+use crate::payload::{self, fields};
+use crate::{
+    bm25, Hit, Point, PointPayload, SearchMode, SearchRequest, VectorIndex, VectorIndexError,
+};
+
+const DENSE: &str = "dense";
+const SPARSE: &str = "sparse";
+
+/// Written beside the shard: how its sparse vectors were made. Opening an
+/// index made with other BM25 options would silently mix incompatible
+/// vectors, so it is refused instead.
+const MARKER_FILE: &str = "mnemo-vector-index.json";
+const MARKER_FORMAT: u64 = 1;
+
+/// Written by qdrant-edge when a shard is created.
+const EDGE_CONFIG_FILE: &str = "edge_config.json";
+
+/// [`VectorIndex`] on an in-process qdrant-edge shard.
+///
+/// One instance per directory: the engine locks its WAL directory, so a
+/// second open of the same directory fails until the first is dropped.
+#[derive(Clone)]
+pub struct EdgeVectorIndex {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shard: EdgeShard,
+    bm25: EdgeBm25,
+    dimension: usize,
+    dir: PathBuf,
+    /// Serialises writes, flushes and optimisation; guards no data.
+    writer: Mutex<()>,
+    /// Flush after every write (see [`EdgeVectorIndex::set_durable_writes`]).
+    durable_writes: AtomicBool,
+    /// Something changed since the last flush. The engine's flush rewrites
+    /// every segment whether it changed or not (hundreds of ms on a large
+    /// optimised shard), so a flush with nothing new is skipped.
+    dirty: AtomicBool,
+}
+
+impl Inner {
+    fn write_lock(&self) -> MutexGuard<'_, ()> {
+        // The mutex protects no data, so a panic while holding it leaves
+        // nothing inconsistent behind: ignore poisoning.
+        self.writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl std::fmt::Debug for EdgeVectorIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EdgeVectorIndex")
+            .field("dir", &self.inner.dir)
+            .field("dimension", &self.inner.dimension)
+            .finish()
+    }
+}
+
+impl EdgeVectorIndex {
+    /// One shard per embedding space under `dir` (e.g.
+    /// `DATA_DIR/vectors/<collection name>`); created or reopened.
+    ///
+    /// Blocking (disk I/O): call it at startup or inside `spawn_blocking`.
+    /// Fails with [`VectorIndexError::DimensionMismatch`] when the shard on
+    /// disk holds vectors of another length, and with
+    /// [`VectorIndexError::Incompatible`] when it was built with other BM25
+    /// options.
+    pub fn open(dir: &Path, dimension: usize) -> Result<Self, VectorIndexError> {
+        if dimension == 0 {
+            return Err(VectorIndexError::InvalidRequest(
+                "dimension must be at least 1".into(),
+            ));
+        }
+        fs::create_dir_all(dir)?;
+        check_or_write_marker(dir)?;
+        let bm25_config: EdgeBm25Config = serde_json::from_value(bm25::options())
+            .map_err(|e| backend(format!("bm25 options: {e}")))?;
+        let bm25 = EdgeBm25::new(bm25_config).map_err(|e| backend(format!("bm25 model: {e}")))?;
+
+        let shard = if dir.join(EDGE_CONFIG_FILE).exists() {
+            EdgeShard::load(dir, None).map_err(backend)?
+        } else {
+            EdgeShard::new(dir, shard_config(dimension)).map_err(backend)?
+        };
+        check_shard_config(&shard, dimension)?;
+        ensure_payload_indexes(&shard)?;
+        debug!(dir = %dir.display(), dimension, "vector index opened");
+        Ok(Self {
+            inner: Arc::new(Inner {
+                shard,
+                bm25,
+                dimension,
+                dir: dir.to_path_buf(),
+                writer: Mutex::new(()),
+                durable_writes: AtomicBool::new(true),
+                // Opening re-applies payload indexes: flush once for them.
+                dirty: AtomicBool::new(true),
+            }),
+        })
+    }
+
+    /// Whether every write (upsert, payload update, delete) is flushed to
+    /// disk before it returns. On by default: qdrant-edge 0.7.0 does not
+    /// replay its WAL, so an unflushed write is lost in a crash, and a
+    /// projection that has already committed its consumer offset would never
+    /// see that event again.
+    ///
+    /// The engine's flush rewrites every segment, so its cost grows with the
+    /// shard: about 13 ms at 10k points, about 200 ms at 100k after
+    /// [`optimize`](Self::optimize) (384-d, release build). A consumer that
+    /// writes many points per offset commit should switch this off and call
+    /// [`VectorIndex::flush`] before each commit; so should a reindex.
+    pub fn set_durable_writes(&self, durable: bool) {
+        self.inner.durable_writes.store(durable, Ordering::Relaxed);
+    }
+
+    /// Builds HNSW graphs and drops deleted points from disk by rewriting
+    /// segments. Slow (seconds for 100k points): run it when idle, after a
+    /// reindex, or after an erasure to purge the erased vectors physically.
+    /// Writes wait while it runs; searches do not. Returns whether anything
+    /// changed.
+    pub async fn optimize(&self) -> Result<bool, VectorIndexError> {
+        self.blocking(|inner| {
+            let writer = inner.write_lock();
+            inner.dirty.store(true, Ordering::Release);
+            let changed = inner.shard.optimize().map_err(backend)?;
+            // A rewrite may have created segments the indexes are missing on.
+            ensure_payload_indexes(&inner.shard)?;
+            if inner.durable_writes.load(Ordering::Relaxed) {
+                inner.flush_locked(&writer)?;
+            }
+            Ok(changed)
+        })
+        .await
+    }
+
+    /// Engine-level numbers for metrics and tests: segments, points
+    /// (approximate) and HNSW-indexed vectors.
+    pub async fn stats(&self) -> Result<EdgeStats, VectorIndexError> {
+        self.blocking(|inner| {
+            let info = inner.shard.info();
+            Ok(EdgeStats {
+                segments: info.segments_count,
+                points: info.points_count,
+                indexed_vectors: info.indexed_vectors_count,
+                payload_indexes: info.payload_schema.keys().map(|k| k.to_string()).collect(),
+            })
+        })
+        .await
+    }
+
+    async fn blocking<T, F>(&self, work: F) -> Result<T, VectorIndexError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner) -> Result<T, VectorIndexError> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || work(&inner))
+            .await
+            .map_err(|e| backend(format!("vector engine task failed: {e}")))?
+    }
+}
+
+/// See [`EdgeVectorIndex::stats`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EdgeStats {
+    pub segments: usize,
+    pub points: usize,
+    pub indexed_vectors: usize,
+    pub payload_indexes: Vec<String>,
+}
+
+fn backend(error: impl std::fmt::Display) -> VectorIndexError {
+    VectorIndexError::Backend(error.to_string())
+}
+
+fn shard_config(dimension: usize) -> EdgeConfig {
+    EdgeConfig::builder()
+        .vector(
+            DENSE,
+            EdgeVectorParams::builder(dimension, Distance::Cosine).build(),
+        )
+        .sparse_vector(
+            SPARSE,
+            // IDF is computed by the engine at query time from the shard's
+            // current statistics, as on a Qdrant server.
+            EdgeSparseVectorParams::builder()
+                .modifier(Modifier::Idf)
+                .build(),
+        )
+        .build()
+}
+
+fn check_shard_config(shard: &EdgeShard, dimension: usize) -> Result<(), VectorIndexError> {
+    let config = shard.config();
+    let dense = config
+        .vectors
+        .get(DENSE)
+        .ok_or_else(|| VectorIndexError::Incompatible("no dense vector".into()))?;
+    if dense.size != dimension {
+        return Err(VectorIndexError::DimensionMismatch {
+            expected: dense.size,
+            actual: dimension,
+        });
+    }
+    if dense.distance != Distance::Cosine {
+        return Err(VectorIndexError::Incompatible(
+            "dense distance is not cosine".into(),
+        ));
+    }
+    let sparse = config
+        .sparse_vectors
+        .get(SPARSE)
+        .ok_or_else(|| VectorIndexError::Incompatible("no sparse vector".into()))?;
+    if sparse.modifier != Some(Modifier::Idf) {
+        return Err(VectorIndexError::Incompatible(
+            "sparse vector has no idf modifier".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn check_or_write_marker(dir: &Path) -> Result<(), VectorIndexError> {
+    let expected = json!({"format": MARKER_FORMAT, "bm25": bm25::options()});
+    let path = dir.join(MARKER_FILE);
+    match fs::read(&path) {
+        Ok(bytes) => {
+            let found: Value = serde_json::from_slice(&bytes)
+                .map_err(|e| VectorIndexError::Incompatible(format!("{MARKER_FILE}: {e}")))?;
+            if found != expected {
+                return Err(VectorIndexError::Incompatible(format!(
+                    "built with {found}, this version uses {expected}"
+                )));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if dir.join(EDGE_CONFIG_FILE).exists() {
+                // A shard without our marker was not made by this adapter.
+                return Err(VectorIndexError::Incompatible(format!(
+                    "{} holds a shard without {MARKER_FILE}",
+                    dir.display()
+                )));
+            }
+            let temporary = dir.join(format!("{MARKER_FILE}.tmp"));
+            fs::write(
+                &temporary,
+                serde_json::to_vec_pretty(&expected).unwrap_or_default(),
+            )?;
+            fs::rename(&temporary, &path)?;
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn ensure_payload_indexes(shard: &EdgeShard) -> Result<(), VectorIndexError> {
+    for (field, schema) in payload::indexes() {
+        let field_schema: PayloadFieldSchema = serde_json::from_value(schema)
+            .map_err(|e| backend(format!("payload index schema of {field}: {e}")))?;
+        let field_name: JsonPath = field
+            .parse()
+            .map_err(|_| backend(format!("payload key {field}")))?;
+        // Idempotent: an existing index of the same schema is left alone.
+        shard
+            .update(UpdateOperation::FieldIndexOperation(
+                FieldIndexOperations::CreateIndex(CreateIndex {
+                    field_name,
+                    field_schema: Some(field_schema),
+                }),
+            ))
+            .map_err(backend)?;
+    }
+    Ok(())
+}
+
+fn engine_filter(filter: Value) -> Result<Filter, VectorIndexError> {
+    serde_json::from_value(filter).map_err(|e| backend(format!("filter: {e}")))
+}
+
+fn point_id(id: &MemoryId) -> PointId {
+    PointId::Uuid(id.as_uuid())
+}
+
+fn memory_id(id: &PointId) -> Result<MemoryId, VectorIndexError> {
+    match id {
+        PointId::Uuid(uuid) => Ok(MemoryId::from_uuid(*uuid)),
+        PointId::NumId(n) => Err(VectorIndexError::Corrupt(format!(
+            "numeric point id {n} in a memory index"
+        ))),
+    }
+}
+
+fn check_dense(expected: usize, vector: &[f32]) -> Result<(), VectorIndexError> {
+    if vector.len() != expected {
+        return Err(VectorIndexError::DimensionMismatch {
+            expected,
+            actual: vector.len(),
+        });
+    }
+    Ok(())
+}
+
+fn check_payload_tenant(
+    tenant: &TenantId,
+    id: &MemoryId,
+    payload: &PointPayload,
+) -> Result<(), VectorIndexError> {
+    if &payload.tenant != tenant {
+        return Err(VectorIndexError::TenantMismatch {
+            id: *id,
+            expected: tenant.clone(),
+            found: payload.tenant.clone(),
+        });
+    }
+    Ok(())
+}
+
+fn count_matching(shard: &EdgeShard, filter: Value) -> Result<u64, VectorIndexError> {
+    let count = shard
+        .count(CountRequest {
+            filter: Some(engine_filter(filter)?),
+            exact: true,
+        })
+        .map_err(backend)?;
+    Ok(count as u64)
+}
+
+fn with_vector(with_dense: bool) -> WithVector {
+    if with_dense {
+        WithVector::Selector(vec![DENSE.to_string()])
+    } else {
+        WithVector::Bool(false)
+    }
+}
+
+/// One leg: nearest neighbours of `query` in `using`, under `filter`.
+fn leg_query(
+    query: VectorInternal,
+    using: &str,
+    filter: Filter,
+    limit: usize,
+    with_payload: bool,
+    with_dense: bool,
+) -> QueryRequest {
+    QueryRequest {
+        prefetches: vec![],
+        query: Some(ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery {
+            query,
+            using: Some(using.to_string()),
+        }))),
+        filter: Some(filter),
+        score_threshold: None,
+        limit,
+        offset: 0,
+        params: None,
+        with_vector: with_vector(with_dense),
+        with_payload: WithPayloadInterface::Bool(with_payload),
+    }
+}
+
+fn dense_of(vectors: Option<VectorStructInternal>) -> Option<Vec<f32>> {
+    match vectors? {
+        VectorStructInternal::Named(mut named) => match named.remove(DENSE)? {
+            VectorInternal::Dense(dense) => Some(dense),
+            _ => None,
+        },
+        VectorStructInternal::Single(dense) => Some(dense),
+        VectorStructInternal::MultiDense(_) => None,
+    }
+}
+
+fn decode_payload(payload: Option<Payload>) -> Result<PointPayload, VectorIndexError> {
+    let payload =
+        payload.ok_or_else(|| VectorIndexError::Corrupt("point without payload".into()))?;
+    payload::from_json(&payload.0)
+}
+
+/// A point that came back from a tenant-filtered query but names another
+/// tenant would mean the filter failed: drop it loudly rather than leak it.
+fn same_tenant(tenant: &TenantId, payload: &PointPayload, id: &MemoryId) -> bool {
+    if &payload.tenant == tenant {
+        return true;
+    }
+    tracing::error!(tenant_id = %tenant, point_id = %id, "tenant filter returned a foreign point; dropped");
+    false
+}
+
+fn single_leg_hits(
+    tenant: &TenantId,
+    points: Vec<ScoredPoint>,
+    mode: SearchMode,
+) -> Result<Vec<Hit>, VectorIndexError> {
+    let mut hits = Vec::with_capacity(points.len());
+    for (rank, point) in points.into_iter().enumerate() {
+        let id = memory_id(&point.id)?;
+        let payload = decode_payload(point.payload)?;
+        if !same_tenant(tenant, &payload, &id) {
+            continue;
+        }
+        let dense_leg = mode == SearchMode::Semantic;
+        hits.push(Hit {
+            id,
+            score: point.score,
+            dense_rank: dense_leg.then_some(rank),
+            sparse_rank: (!dense_leg).then_some(rank),
+            dense_score: dense_leg.then_some(point.score),
+            sparse_score: (!dense_leg).then_some(point.score),
+            payload,
+            dense: dense_of(point.vector),
+        });
+    }
+    Ok(hits)
+}
+
+fn leg_ids(points: Vec<ScoredPoint>) -> Result<Vec<(MemoryId, f32)>, VectorIndexError> {
+    points
+        .into_iter()
+        .map(|p| Ok((memory_id(&p.id)?, p.score)))
+        .collect()
+}
+
+impl Inner {
+    fn sparse_document(&self, text: &str) -> SparseVector {
+        self.bm25.embed_document(text)
+    }
+
+    fn upsert(&self, tenant: &TenantId, points: Vec<Point>) -> Result<(), VectorIndexError> {
+        let mut ids = Vec::with_capacity(points.len());
+        for point in &points {
+            check_payload_tenant(tenant, &point.id, &point.payload)?;
+            check_dense(self.dimension, &point.dense)?;
+            if point.dense.iter().any(|v| !v.is_finite()) {
+                return Err(VectorIndexError::InvalidPoint {
+                    id: point.id,
+                    reason: "dense vector holds a non-finite value".into(),
+                });
+            }
+            ids.push(point_id(&point.id));
+        }
+        // Embedding (jieba, stemming) is the slow part: do it before taking
+        // the writer lock.
+        let records: Vec<_> = points
+            .into_iter()
+            .map(|point| {
+                let sparse = self.sparse_document(&point.text);
+                PointStruct::new(
+                    point_id(&point.id),
+                    Vectors::new_named([
+                        (DENSE, Vector::new_dense(point.dense)),
+                        (SPARSE, Vector::from(sparse)),
+                    ]),
+                    Value::Object(payload::to_json(&point.payload)),
+                )
+                .into()
+            })
+            .collect();
+
+        let writer = self.write_lock();
+        // An id another tenant owns must not be overwritten: upsert replaces
+        // whole points, so this is the one place a tenant could touch another
+        // tenant's data by id.
+        let existing = self
+            .shard
+            .retrieve(
+                &ids,
+                Some(WithPayloadInterface::Fields(vec![fields::TENANT
+                    .parse()
+                    .map_err(|_| {
+                    backend("payload key tenant")
+                })?])),
+                Some(WithVector::Bool(false)),
+            )
+            .map_err(backend)?;
+        for record in existing {
+            let owner = record
+                .payload
+                .as_ref()
+                .and_then(|p| p.0.get(fields::TENANT))
+                .and_then(Value::as_str);
+            if owner != Some(tenant.as_str()) {
+                return Err(VectorIndexError::IdTaken(memory_id(&record.id)?));
+            }
+        }
+        self.apply(
+            &writer,
+            UpdateOperation::PointOperation(PointOperations::UpsertPoints(
+                PointInsertOperations::PointsList(records),
+            )),
+        )
+    }
+
+    fn update_payload(
+        &self,
+        tenant: &TenantId,
+        id: &MemoryId,
+        payload: PointPayload,
+    ) -> Result<(), VectorIndexError> {
+        check_payload_tenant(tenant, id, &payload)?;
+        let only_this = payload::tenant_filter(tenant, Some(std::slice::from_ref(id)));
+        let writer = self.write_lock();
+        if count_matching(&self.shard, only_this.clone())? == 0 {
+            return Err(VectorIndexError::PointNotFound(*id));
+        }
+        // By filter, not by id: the tenant condition travels with the write.
+        self.apply(
+            &writer,
+            UpdateOperation::PayloadOperation(PayloadOps::OverwritePayload(SetPayloadOp {
+                payload: Payload(payload::to_json(&payload)),
+                points: None,
+                filter: Some(engine_filter(only_this)?),
+                key: None,
+            })),
+        )
+    }
+
+    fn delete(&self, tenant: &TenantId, ids: &[MemoryId]) -> Result<(), VectorIndexError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let filter = engine_filter(payload::tenant_filter(tenant, Some(ids)))?;
+        let writer = self.write_lock();
+        self.apply(
+            &writer,
+            UpdateOperation::PointOperation(PointOperations::DeletePointsByFilter(filter)),
+        )
+    }
+
+    fn delete_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, VectorIndexError> {
+        let filter = payload::subject_filter(tenant, subject);
+        let writer = self.write_lock();
+        // Counted under the writer lock, so the number is what is deleted.
+        let deleted = count_matching(&self.shard, filter.clone())?;
+        if deleted > 0 {
+            self.apply(
+                &writer,
+                UpdateOperation::PointOperation(PointOperations::DeletePointsByFilter(
+                    engine_filter(filter)?,
+                )),
+            )?;
+        }
+        Ok(deleted)
+    }
+
+    fn count(
+        &self,
+        tenant: &TenantId,
+        subject: Option<&SubjectId>,
+    ) -> Result<u64, VectorIndexError> {
+        let filter = match subject {
+            Some(subject) => payload::subject_filter(tenant, subject),
+            None => payload::tenant_filter(tenant, None),
+        };
+        count_matching(&self.shard, filter)
+    }
+
+    /// Applies one write; with durable writes on, it is on disk when this
+    /// returns. Taking the writer guard proves the caller holds the lock.
+    fn apply(
+        &self,
+        writer: &MutexGuard<'_, ()>,
+        operation: UpdateOperation,
+    ) -> Result<(), VectorIndexError> {
+        self.dirty.store(true, Ordering::Release);
+        self.shard.update(operation).map_err(backend)?;
+        if self.durable_writes.load(Ordering::Relaxed) {
+            self.flush_locked(writer)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<(), VectorIndexError> {
+        let writer = self.write_lock();
+        self.flush_locked(&writer)
+    }
+
+    fn flush_locked(&self, _writer: &MutexGuard<'_, ()>) -> Result<(), VectorIndexError> {
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        // EdgeShard::flush panics on an I/O error instead of returning it;
+        // keep the panic inside this blocking task and report it.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.shard.flush())).map_err(
+            |_| {
+                self.dirty.store(true, Ordering::Release);
+                backend("flush failed")
+            },
+        )
+    }
+
+    fn search(
+        &self,
+        tenant: &TenantId,
+        request: &SearchRequest,
+    ) -> Result<Vec<Hit>, VectorIndexError> {
+        if request.limit == 0 {
+            return Ok(Vec::new());
+        }
+        if let Some(dense) = &request.dense {
+            check_dense(self.dimension, dense)?;
+        }
+        let filter = |ids: Option<&[MemoryId]>| {
+            engine_filter(payload::search_filter(tenant, &request.filter, ids))
+        };
+        let sparse_query = request
+            .text
+            .as_deref()
+            .map(|text| self.bm25.embed_query(text));
+
+        match request.mode {
+            SearchMode::Semantic => {
+                let dense = request.dense.clone().ok_or_else(|| {
+                    VectorIndexError::InvalidRequest("semantic search needs a dense vector".into())
+                })?;
+                let points = self
+                    .shard
+                    .query(leg_query(
+                        VectorInternal::Dense(dense),
+                        DENSE,
+                        filter(None)?,
+                        request.limit,
+                        true,
+                        request.with_vectors,
+                    ))
+                    .map_err(backend)?;
+                single_leg_hits(tenant, points, SearchMode::Semantic)
+            }
+            SearchMode::Keyword => {
+                let sparse = sparse_query.ok_or_else(|| {
+                    VectorIndexError::InvalidRequest("keyword search needs a text".into())
+                })?;
+                if sparse.indices.is_empty() {
+                    // Only stopwords or punctuation: nothing can match.
+                    return Ok(Vec::new());
+                }
+                let points = self
+                    .shard
+                    .query(leg_query(
+                        VectorInternal::Sparse(sparse),
+                        SPARSE,
+                        filter(None)?,
+                        request.limit,
+                        true,
+                        request.with_vectors,
+                    ))
+                    .map_err(backend)?;
+                single_leg_hits(tenant, points, SearchMode::Keyword)
+            }
+            SearchMode::Hybrid => {
+                if request.dense.is_none() && sparse_query.is_none() {
+                    return Err(VectorIndexError::InvalidRequest(
+                        "hybrid search needs a dense vector, a text or both".into(),
+                    ));
+                }
+                if request.rrf_k == 0 {
+                    return Err(VectorIndexError::InvalidRequest(
+                        "rrf_k must be at least 1".into(),
+                    ));
+                }
+                let candidates = request.prefetch.max(request.limit);
+                // Each prefetch carries the full filter, tenant included.
+                let dense_leg = match &request.dense {
+                    Some(dense) => leg_ids(
+                        self.shard
+                            .query(leg_query(
+                                VectorInternal::Dense(dense.clone()),
+                                DENSE,
+                                filter(None)?,
+                                candidates,
+                                false,
+                                false,
+                            ))
+                            .map_err(backend)?,
+                    )?,
+                    None => Vec::new(),
+                };
+                let sparse_leg = match sparse_query {
+                    Some(sparse) if !sparse.indices.is_empty() => leg_ids(
+                        self.shard
+                            .query(leg_query(
+                                VectorInternal::Sparse(sparse),
+                                SPARSE,
+                                filter(None)?,
+                                candidates,
+                                false,
+                                false,
+                            ))
+                            .map_err(backend)?,
+                    )?,
+                    _ => Vec::new(),
+                };
+                let fused = fusion::rrf(&dense_leg, &sparse_leg, request.rrf_k, request.limit);
+                self.fetch_fused(tenant, fused, filter, request.with_vectors)
+            }
+        }
+    }
+
+    /// The final query of a hybrid search: payloads (and vectors) of the
+    /// fused ids, under the full filter again.
+    fn fetch_fused(
+        &self,
+        tenant: &TenantId,
+        fused: Vec<Fused>,
+        filter: impl Fn(Option<&[MemoryId]>) -> Result<Filter, VectorIndexError>,
+        with_dense: bool,
+    ) -> Result<Vec<Hit>, VectorIndexError> {
+        if fused.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<MemoryId> = fused.iter().map(|f| f.id).collect();
+        let (records, _) = self
+            .shard
+            .scroll(ScrollRequest {
+                offset: None,
+                limit: Some(ids.len()),
+                filter: Some(filter(Some(&ids))?),
+                with_payload: Some(WithPayloadInterface::Bool(true)),
+                with_vector: with_vector(with_dense),
+                order_by: None,
+            })
+            .map_err(backend)?;
+        let mut found = std::collections::HashMap::with_capacity(records.len());
+        for record in records {
+            found.insert(memory_id(&record.id)?, record);
+        }
+        let mut hits = Vec::with_capacity(fused.len());
+        for candidate in fused {
+            // Missing: deleted or changed between the legs and this fetch.
+            let Some(record) = found.remove(&candidate.id) else {
+                continue;
+            };
+            let payload = decode_payload(record.payload)?;
+            if !same_tenant(tenant, &payload, &candidate.id) {
+                continue;
+            }
+            hits.push(Hit {
+                id: candidate.id,
+                score: candidate.score,
+                dense_rank: candidate.dense_rank,
+                sparse_rank: candidate.sparse_rank,
+                dense_score: candidate.dense_score,
+                sparse_score: candidate.sparse_score,
+                payload,
+                dense: dense_of(record.vector),
+            });
+        }
+        Ok(hits)
+    }
+}
+
+#[async_trait]
+impl VectorIndex for EdgeVectorIndex {
+    fn dimension(&self) -> usize {
+        self.inner.dimension
+    }
+
+    async fn upsert(&self, tenant: &TenantId, points: Vec<Point>) -> Result<(), VectorIndexError> {
+        if points.is_empty() {
+            return Ok(());
+        }
+        let tenant = tenant.clone();
+        let count = points.len();
+        self.blocking(move |inner| inner.upsert(&tenant, points))
+            .await
+            .inspect(|_| debug!(points = count, "vector points upserted"))
+    }
+
+    async fn update_payload(
+        &self,
+        tenant: &TenantId,
+        id: &MemoryId,
+        payload: PointPayload,
+    ) -> Result<(), VectorIndexError> {
+        let (tenant, id) = (tenant.clone(), *id);
+        self.blocking(move |inner| inner.update_payload(&tenant, &id, payload))
+            .await
+    }
+
+    async fn delete(&self, tenant: &TenantId, ids: &[MemoryId]) -> Result<(), VectorIndexError> {
+        let (tenant, ids) = (tenant.clone(), ids.to_vec());
+        self.blocking(move |inner| inner.delete(&tenant, &ids))
+            .await
+    }
+
+    async fn delete_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, VectorIndexError> {
+        let (tenant, subject) = (tenant.clone(), subject.clone());
+        self.blocking(move |inner| inner.delete_subject(&tenant, &subject))
+            .await
+    }
+
+    async fn search(
+        &self,
+        tenant: &TenantId,
+        request: &SearchRequest,
+    ) -> Result<Vec<Hit>, VectorIndexError> {
+        let (tenant, request) = (tenant.clone(), request.clone());
+        self.blocking(move |inner| inner.search(&tenant, &request))
+            .await
+    }
+
+    async fn count(
+        &self,
+        tenant: &TenantId,
+        subject: Option<&SubjectId>,
+    ) -> Result<u64, VectorIndexError> {
+        let (tenant, subject) = (tenant.clone(), subject.cloned());
+        self.blocking(move |inner| inner.count(&tenant, subject.as_ref()))
+            .await
+    }
+
+    async fn flush(&self) -> Result<(), VectorIndexError> {
+        self.blocking(|inner| inner.flush()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use qdrant_edge::{Fusion, Prefetch};
+
+    use super::*;
+    use crate::testsuite::{point, subject, tenant, vector};
+    use crate::SearchFilter;
+
+    #[test]
+    fn chinese_text_is_segmented_into_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = EdgeVectorIndex::open(dir.path(), 8).unwrap();
+        let document = index.inner.bm25.embed_document("我喜欢喝绿茶");
+        assert!(document.indices.len() >= 3, "{document:?}");
+        let query = index.inner.bm25.embed_query("绿茶");
+        assert_eq!(query.indices.len(), 1);
+        assert!(document.indices.contains(&query.indices[0]));
+    }
+
+    /// The in-crate fusion must give the engine's own RRF scores.
+    #[tokio::test]
+    async fn fusion_gives_the_engines_rrf_scores() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = EdgeVectorIndex::open(dir.path(), 8).unwrap();
+        let (t, s) = (tenant("t1"), subject("s1"));
+        let words = ["tea", "coffee", "juice", "water", "milk"];
+        let points: Vec<_> = (0..40usize)
+            .map(|n| {
+                let text = format!(
+                    "{} {} {}",
+                    words[n % 5],
+                    words[(n / 5) % 5],
+                    words[(n * 3) % 5]
+                );
+                let dense = vector(
+                    8,
+                    &[(n % 8, 1.0), ((n * 7) % 8, 0.3 + (n % 3) as f32 * 0.2)],
+                );
+                point(&t, &s, &text, dense)
+            })
+            .collect();
+        index.upsert(&t, points).await.unwrap();
+
+        let query = vector(8, &[(1, 1.0), (4, 0.5)]);
+        let request = SearchRequest {
+            limit: 15,
+            prefetch: 20,
+            rrf_k: 5,
+            ..crate::testsuite::hybrid(query.clone(), "coffee milk")
+        };
+        let ours = index.search(&t, &request).await.unwrap();
+
+        let filter =
+            || engine_filter(payload::search_filter(&t, &SearchFilter::default(), None)).unwrap();
+        let prefetch = |query: VectorInternal, using: &str| Prefetch {
+            prefetches: vec![],
+            query: Some(ScoringQuery::Vector(QueryEnum::Nearest(NamedQuery {
+                query,
+                using: Some(using.to_string()),
+            }))),
+            limit: 20,
+            params: None,
+            filter: Some(filter()),
+            score_threshold: None,
+        };
+        let sparse = index.inner.bm25.embed_query("coffee milk");
+        let engine = index
+            .inner
+            .shard
+            .query(QueryRequest {
+                prefetches: vec![
+                    prefetch(VectorInternal::Dense(query), DENSE),
+                    prefetch(VectorInternal::Sparse(sparse), SPARSE),
+                ],
+                query: Some(ScoringQuery::Fusion(Fusion::Rrf {
+                    k: 5,
+                    weights: None,
+                })),
+                filter: Some(filter()),
+                score_threshold: None,
+                limit: 40,
+                offset: 0,
+                params: None,
+                with_vector: WithVector::Bool(false),
+                with_payload: WithPayloadInterface::Bool(false),
+            })
+            .unwrap();
+        let engine_scores: std::collections::HashMap<MemoryId, f32> = engine
+            .iter()
+            .map(|p| (memory_id(&p.id).unwrap(), p.score))
+            .collect();
+        assert_eq!(ours.len(), 15);
+        for hit in &ours {
+            assert_eq!(Some(&hit.score), engine_scores.get(&hit.id), "{:?}", hit.id);
+        }
+        // Same top scores: ties may order differently, the cut may not.
+        let mut engine_top: Vec<f32> = engine.iter().map(|p| p.score).take(15).collect();
+        engine_top.sort_by(|a, b| b.total_cmp(a));
+        let our_top: Vec<f32> = ours.iter().map(|h| h.score).collect();
+        assert_eq!(our_top, engine_top);
+    }
+}

@@ -1,0 +1,255 @@
+//! The vector index port ([`VectorIndex`]), its in-process Qdrant adapter
+//! ([`EdgeVectorIndex`], cargo feature `edge`) and the contract suite every
+//! adapter runs (feature `testsuite`).
+//!
+//! A point is one memory: its UUID is the point id, its embedding is the
+//! `dense` vector, and its text becomes a `sparse` BM25 vector made by
+//! Qdrant's own tokenizer pipeline ([`bm25::options`] is the one
+//! configuration both the embedded engine and a Qdrant server use, so the two
+//! deployments score words the same way). The payload holds only filterable
+//! metadata, never the text. Hybrid search fuses a dense and a sparse
+//! candidate list with reciprocal rank fusion and reports each leg's rank and
+//! score, so every hit can explain itself.
+//!
+//! Key decision: tenancy is not the caller's job. Every call takes a
+//! [`TenantId`] and the adapter adds the tenant condition to every filter it
+//! sends to the engine (each prefetch and the final fetch), refuses points
+//! whose payload names another tenant, and refuses to overwrite an id that
+//! another tenant owns.
+
+use mnemo_domain::{MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
+
+pub mod bm25;
+#[cfg(feature = "edge")]
+mod edge;
+pub mod fusion;
+pub mod payload;
+#[cfg(feature = "testsuite")]
+pub mod testsuite;
+
+#[cfg(feature = "edge")]
+pub use edge::{EdgeStats, EdgeVectorIndex};
+
+/// Qdrant's usual RRF constant; [`SearchRequest::default`] uses it.
+pub const DEFAULT_RRF_K: u32 = 60;
+
+/// What a point carries besides its vectors: everything a search may filter
+/// on, and what a hit reports back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointPayload {
+    pub tenant: TenantId,
+    pub subject: SubjectId,
+    pub kind: MemoryKind,
+    pub tags: Vec<String>,
+    pub state: MemoryState,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    /// Unix seconds.
+    pub created_at: i64,
+    /// Unix seconds.
+    pub updated_at: i64,
+    pub importance: f32,
+}
+
+/// One memory as the index stores it.
+#[derive(Debug, Clone)]
+pub struct Point {
+    pub id: MemoryId,
+    /// The embedding; its length must be [`VectorIndex::dimension`].
+    pub dense: Vec<f32>,
+    /// Text the sparse BM25 vector is made from. It is tokenised and hashed,
+    /// not stored, and never logged.
+    pub text: String,
+    pub payload: PointPayload,
+}
+
+/// Metadata conditions of a search; all combine with AND. The tenant is not
+/// here on purpose: it is an argument of every call and always applied.
+#[derive(Debug, Clone, Default)]
+pub struct SearchFilter {
+    pub subject: Option<SubjectId>,
+    /// Any of these kinds; empty = every kind.
+    pub kinds: Vec<MemoryKind>,
+    /// All required.
+    pub tags: Vec<String>,
+    /// Any of these states; empty = Active only.
+    pub states: Vec<MemoryState>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    /// Inclusive lower bound on `created_at` (unix seconds).
+    pub created_from: Option<i64>,
+    /// Inclusive upper bound on `created_at` (unix seconds).
+    pub created_to: Option<i64>,
+    /// Inclusive lower bound on `importance`.
+    pub min_importance: Option<f32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchMode {
+    /// Dense and sparse candidates fused with RRF. Uses whichever of
+    /// `dense` / `text` is given; at least one is required.
+    Hybrid,
+    /// Dense only; needs `dense`.
+    Semantic,
+    /// Sparse BM25 only; needs `text`.
+    Keyword,
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    pub filter: SearchFilter,
+    /// Query embedding.
+    pub dense: Option<Vec<f32>>,
+    /// Query text for BM25.
+    pub text: Option<String>,
+    pub mode: SearchMode,
+    /// Hits returned at most.
+    pub limit: usize,
+    /// Candidates per prefetch (per leg) in hybrid mode; raised to `limit`
+    /// when smaller.
+    pub prefetch: usize,
+    /// RRF k: a candidate at 0-based position `r` of a leg adds
+    /// `1 / (k + r)` to its fused score (Qdrant's formula). Must be > 0.
+    pub rrf_k: u32,
+    /// Return each hit's stored dense vector (for MMR, dedupe).
+    pub with_vectors: bool,
+}
+
+impl Default for SearchRequest {
+    fn default() -> Self {
+        Self {
+            filter: SearchFilter::default(),
+            dense: None,
+            text: None,
+            mode: SearchMode::Hybrid,
+            limit: 10,
+            prefetch: 50,
+            rrf_k: DEFAULT_RRF_K,
+            with_vectors: false,
+        }
+    }
+}
+
+/// One search result with the evidence for its place.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub id: MemoryId,
+    /// Fused RRF score in hybrid mode; the leg's own score otherwise (cosine
+    /// similarity for semantic, IDF-weighted BM25 for keyword).
+    pub score: f32,
+    /// 0-based position in the dense candidate list, if it was there.
+    pub dense_rank: Option<usize>,
+    /// 0-based position in the sparse candidate list, if it was there.
+    pub sparse_rank: Option<usize>,
+    /// Cosine similarity to the query embedding, if in the dense list.
+    pub dense_score: Option<f32>,
+    /// BM25 score, if in the sparse list.
+    pub sparse_score: Option<f32>,
+    pub payload: PointPayload,
+    /// The stored dense vector (cosine storage keeps it L2-normalised), when
+    /// `with_vectors` was asked.
+    pub dense: Option<Vec<f32>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VectorIndexError {
+    #[error("point {id} names tenant {found} but the call is for tenant {expected}")]
+    TenantMismatch {
+        id: MemoryId,
+        expected: TenantId,
+        found: TenantId,
+    },
+    #[error("point id {0} is already used by another tenant")]
+    IdTaken(MemoryId),
+    #[error("point {0} not found")]
+    PointNotFound(MemoryId),
+    #[error("vector has {actual} dimensions, the index expects {expected}")]
+    DimensionMismatch { expected: usize, actual: usize },
+    #[error("invalid point {id}: {reason}")]
+    InvalidPoint { id: MemoryId, reason: String },
+    #[error("invalid search request: {0}")]
+    InvalidRequest(String),
+    #[error("index on disk was built differently ({0}); rebuild it with a reindex")]
+    Incompatible(String),
+    #[error("stored point is corrupt: {0}")]
+    Corrupt(String),
+    #[error("vector index i/o failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("vector engine failed: {0}")]
+    Backend(String),
+}
+
+impl VectorIndexError {
+    /// A stable code for logs and API error bodies; knows nothing of HTTP.
+    pub fn code(&self) -> &'static str {
+        match self {
+            VectorIndexError::TenantMismatch { .. } => "tenant_mismatch",
+            VectorIndexError::IdTaken(_) => "point_id_taken",
+            VectorIndexError::PointNotFound(_) => "point_not_found",
+            VectorIndexError::DimensionMismatch { .. } => "dimension_mismatch",
+            VectorIndexError::InvalidPoint { .. } => "invalid_point",
+            VectorIndexError::InvalidRequest(_) => "invalid_search_request",
+            VectorIndexError::Incompatible(_) => "incompatible_index",
+            VectorIndexError::Corrupt(_) => "corrupt_point",
+            VectorIndexError::Io(_) => "vector_index_io",
+            VectorIndexError::Backend(_) => "vector_index_unavailable",
+        }
+    }
+}
+
+/// Dense + sparse storage of memories, per tenant.
+///
+/// Every method is scoped to `tenant`: no call sees, counts, changes or
+/// deletes another tenant's points, whatever ids or subject names it is
+/// given.
+#[async_trait::async_trait]
+pub trait VectorIndex: Send + Sync + 'static {
+    /// Length of the dense vectors this index holds.
+    fn dimension(&self) -> usize;
+
+    /// Inserts points or replaces them whole (vectors and payload). Every
+    /// point's `payload.tenant` must equal `tenant`, and an id another tenant
+    /// owns is refused; either error rejects the whole batch.
+    async fn upsert(&self, tenant: &TenantId, points: Vec<Point>) -> Result<(), VectorIndexError>;
+
+    /// Replaces payload fields without re-embedding (state change on
+    /// archive/restore, importance, tags). [`VectorIndexError::PointNotFound`]
+    /// when the tenant has no such point.
+    async fn update_payload(
+        &self,
+        tenant: &TenantId,
+        id: &MemoryId,
+        payload: PointPayload,
+    ) -> Result<(), VectorIndexError>;
+
+    /// Deletes the tenant's points with these ids; unknown ids are ignored.
+    async fn delete(&self, tenant: &TenantId, ids: &[MemoryId]) -> Result<(), VectorIndexError>;
+
+    /// Deletes every point of a subject (any state); returns how many. The
+    /// points leave every search and count at once; when their bytes leave
+    /// the disk is the adapter's to document (see `EdgeVectorIndex`).
+    async fn delete_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, VectorIndexError>;
+
+    async fn search(
+        &self,
+        tenant: &TenantId,
+        request: &SearchRequest,
+    ) -> Result<Vec<Hit>, VectorIndexError>;
+
+    /// Points of the tenant (or of one subject), in every state.
+    async fn count(
+        &self,
+        tenant: &TenantId,
+        subject: Option<&SubjectId>,
+    ) -> Result<u64, VectorIndexError>;
+
+    /// Makes every write so far durable. Used before reporting an erasure
+    /// receipt, on shutdown, and before committing a consumer offset when
+    /// the adapter was told not to make each write durable by itself. Cheap
+    /// when nothing changed.
+    async fn flush(&self) -> Result<(), VectorIndexError>;
+}

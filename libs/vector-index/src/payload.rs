@@ -1,0 +1,254 @@
+//! How a [`PointPayload`] and a [`SearchFilter`] look in Qdrant's JSON: the
+//! payload stored with each point, the payload indexes, and the filter of
+//! every query. Written once here in the REST shape so the embedded engine
+//! (which deserialises these) and a Qdrant server adapter (which can send
+//! them) cannot drift.
+//!
+//! The tenant condition is built in: [`filter`] has no way to leave it out.
+
+use mnemo_domain::{MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
+use serde_json::{json, Map, Value};
+
+use crate::{PointPayload, SearchFilter, VectorIndexError};
+
+/// Payload keys.
+pub mod fields {
+    pub const TENANT: &str = "tenant";
+    pub const SUBJECT: &str = "subject";
+    pub const KIND: &str = "kind";
+    pub const TAGS: &str = "tags";
+    pub const STATE: &str = "state";
+    pub const SESSION: &str = "session";
+    pub const AGENT: &str = "agent";
+    pub const CREATED_AT: &str = "created_at";
+    pub const UPDATED_AT: &str = "updated_at";
+    pub const IMPORTANCE: &str = "importance";
+}
+
+/// Payload indexes, as (field, Qdrant `field_schema` JSON): every field a
+/// [`SearchFilter`] can test. The tenant index is marked `is_tenant` so the
+/// engine can keep each tenant's points together and plan per tenant.
+/// `updated_at` is not indexed: nothing filters on it.
+pub fn indexes() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            fields::TENANT,
+            json!({"type": "keyword", "is_tenant": true}),
+        ),
+        (fields::SUBJECT, json!({"type": "keyword"})),
+        (fields::KIND, json!({"type": "keyword"})),
+        (fields::TAGS, json!({"type": "keyword"})),
+        (fields::STATE, json!({"type": "keyword"})),
+        (fields::SESSION, json!({"type": "keyword"})),
+        (fields::AGENT, json!({"type": "keyword"})),
+        (
+            fields::CREATED_AT,
+            json!({"type": "integer", "lookup": false, "range": true}),
+        ),
+        (fields::IMPORTANCE, json!({"type": "float"})),
+    ]
+}
+
+/// The stored payload: a JSON object. Absent session/agent are left out so a
+/// session filter can never match a point without one.
+pub fn to_json(payload: &PointPayload) -> Map<String, Value> {
+    let mut map = Map::new();
+    map.insert(fields::TENANT.into(), payload.tenant.as_str().into());
+    map.insert(fields::SUBJECT.into(), payload.subject.as_str().into());
+    map.insert(fields::KIND.into(), payload.kind.as_str().into());
+    map.insert(fields::TAGS.into(), json!(payload.tags));
+    map.insert(fields::STATE.into(), payload.state.as_str().into());
+    if let Some(session) = &payload.session {
+        map.insert(fields::SESSION.into(), session.as_str().into());
+    }
+    if let Some(agent) = &payload.agent {
+        map.insert(fields::AGENT.into(), agent.as_str().into());
+    }
+    map.insert(fields::CREATED_AT.into(), payload.created_at.into());
+    map.insert(fields::UPDATED_AT.into(), payload.updated_at.into());
+    map.insert(
+        fields::IMPORTANCE.into(),
+        json!(f64::from(payload.importance)),
+    );
+    map
+}
+
+/// Reads a stored payload back.
+pub fn from_json(map: &Map<String, Value>) -> Result<PointPayload, VectorIndexError> {
+    let text = |key: &str| -> Result<&str, VectorIndexError> {
+        map.get(key)
+            .and_then(Value::as_str)
+            .ok_or_else(|| corrupt(format!("payload field {key} is missing or not a string")))
+    };
+    let optional_text = |key: &str| -> Result<Option<String>, VectorIndexError> {
+        match map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(value)) => Ok(Some(value.clone())),
+            Some(_) => Err(corrupt(format!("payload field {key} is not a string"))),
+        }
+    };
+    let integer = |key: &str| -> Result<i64, VectorIndexError> {
+        map.get(key)
+            .and_then(Value::as_i64)
+            .ok_or_else(|| corrupt(format!("payload field {key} is missing or not an integer")))
+    };
+    let tags = match map.get(fields::TAGS) {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(values)) => values
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| corrupt("payload field tags holds a non-string".into()))?,
+        // The engine flattens a one-element array on some paths; accept it.
+        Some(Value::String(one)) => vec![one.clone()],
+        Some(_) => return Err(corrupt("payload field tags is not an array".into())),
+    };
+    Ok(PointPayload {
+        tenant: TenantId::parse(text(fields::TENANT)?)
+            .map_err(|e| corrupt(format!("payload tenant: {e}")))?,
+        subject: SubjectId::parse(text(fields::SUBJECT)?)
+            .map_err(|e| corrupt(format!("payload subject: {e}")))?,
+        kind: MemoryKind::parse(text(fields::KIND)?)
+            .ok_or_else(|| corrupt("payload kind is unknown".into()))?,
+        tags,
+        state: MemoryState::parse(text(fields::STATE)?)
+            .ok_or_else(|| corrupt("payload state is unknown".into()))?,
+        session: optional_text(fields::SESSION)?,
+        agent: optional_text(fields::AGENT)?,
+        created_at: integer(fields::CREATED_AT)?,
+        updated_at: integer(fields::UPDATED_AT)?,
+        importance: map
+            .get(fields::IMPORTANCE)
+            .and_then(Value::as_f64)
+            .ok_or_else(|| corrupt("payload importance is missing or not a number".into()))?
+            as f32,
+    })
+}
+
+fn corrupt(message: String) -> VectorIndexError {
+    VectorIndexError::Corrupt(message)
+}
+
+/// The condition every engine call carries.
+pub fn tenant_condition(tenant: &TenantId) -> Value {
+    json!({"key": fields::TENANT, "match": {"value": tenant.as_str()}})
+}
+
+fn has_id(ids: &[MemoryId]) -> Value {
+    let ids: Vec<String> = ids.iter().map(|id| id.as_uuid().to_string()).collect();
+    json!({ "has_id": ids })
+}
+
+/// The tenant's points, optionally only these ids.
+pub fn tenant_filter(tenant: &TenantId, ids: Option<&[MemoryId]>) -> Value {
+    let mut must = vec![tenant_condition(tenant)];
+    if let Some(ids) = ids {
+        must.push(has_id(ids));
+    }
+    json!({ "must": must })
+}
+
+/// The tenant's points of one subject.
+pub fn subject_filter(tenant: &TenantId, subject: &SubjectId) -> Value {
+    json!({"must": [
+        tenant_condition(tenant),
+        {"key": fields::SUBJECT, "match": {"value": subject.as_str()}},
+    ]})
+}
+
+/// A search filter: the tenant, every condition of `filter`, and optionally
+/// a restriction to `ids` (the final fetch of a fused search).
+pub fn search_filter(tenant: &TenantId, filter: &SearchFilter, ids: Option<&[MemoryId]>) -> Value {
+    let mut must = vec![tenant_condition(tenant)];
+    if let Some(subject) = &filter.subject {
+        must.push(json!({"key": fields::SUBJECT, "match": {"value": subject.as_str()}}));
+    }
+    if !filter.kinds.is_empty() {
+        let kinds: Vec<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
+        must.push(json!({"key": fields::KIND, "match": {"any": kinds}}));
+    }
+    // One condition per tag: a point must carry all of them.
+    for tag in &filter.tags {
+        must.push(json!({"key": fields::TAGS, "match": {"value": tag}}));
+    }
+    let states: Vec<&str> = if filter.states.is_empty() {
+        vec![MemoryState::Active.as_str()]
+    } else {
+        filter.states.iter().map(|s| s.as_str()).collect()
+    };
+    must.push(json!({"key": fields::STATE, "match": {"any": states}}));
+    if let Some(session) = &filter.session {
+        must.push(json!({"key": fields::SESSION, "match": {"value": session}}));
+    }
+    if let Some(agent) = &filter.agent {
+        must.push(json!({"key": fields::AGENT, "match": {"value": agent}}));
+    }
+    if filter.created_from.is_some() || filter.created_to.is_some() {
+        let mut range = Map::new();
+        if let Some(from) = filter.created_from {
+            range.insert("gte".into(), from.into());
+        }
+        if let Some(to) = filter.created_to {
+            range.insert("lte".into(), to.into());
+        }
+        must.push(json!({"key": fields::CREATED_AT, "range": range}));
+    }
+    if let Some(min) = filter.min_importance {
+        // Through f64 the same way the stored value went, so a point whose
+        // importance equals the bound matches.
+        must.push(json!({"key": fields::IMPORTANCE, "range": {"gte": f64::from(min)}}));
+    }
+    if let Some(ids) = ids {
+        must.push(has_id(ids));
+    }
+    json!({ "must": must })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn payload() -> PointPayload {
+        PointPayload {
+            tenant: TenantId::parse("t1").unwrap(),
+            subject: SubjectId::parse("s1").unwrap(),
+            kind: MemoryKind::Preference,
+            tags: vec!["food".into(), "drink".into()],
+            state: MemoryState::Archived,
+            session: Some("sess-1".into()),
+            agent: None,
+            created_at: 1_700_000_000,
+            updated_at: 1_700_000_100,
+            importance: 0.7,
+        }
+    }
+
+    #[test]
+    fn payload_round_trips_through_json() {
+        let original = payload();
+        let map = to_json(&original);
+        assert!(!map.contains_key(fields::AGENT));
+        assert_eq!(from_json(&map).unwrap(), original);
+    }
+
+    #[test]
+    fn a_damaged_payload_is_reported_not_guessed() {
+        let mut map = to_json(&payload());
+        map.insert(fields::STATE.into(), "forgotten".into());
+        assert_eq!(from_json(&map).unwrap_err().code(), "corrupt_point");
+        map.remove(fields::TENANT);
+        assert_eq!(from_json(&map).unwrap_err().code(), "corrupt_point");
+    }
+
+    #[test]
+    fn every_filter_starts_with_the_tenant_and_defaults_to_active() {
+        let tenant = TenantId::parse("t9").unwrap();
+        let filter = search_filter(&tenant, &SearchFilter::default(), None);
+        assert_eq!(filter["must"][0], tenant_condition(&tenant));
+        assert_eq!(filter["must"][1]["match"]["any"], json!(["active"]));
+        assert_eq!(
+            tenant_filter(&tenant, None)["must"][0],
+            tenant_condition(&tenant)
+        );
+    }
+}

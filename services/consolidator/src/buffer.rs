@@ -1,0 +1,209 @@
+//! The durable message buffer: which message events wait for consolidation,
+//! per conversation (tenant, subject, session).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use mnemo_domain::{EventId, SubjectId, TenantId};
+use sqlx::{Row, SqlitePool};
+
+/// One conversation: a session of a subject ("" when messages have none).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Conversation {
+    pub tenant: TenantId,
+    pub subject: SubjectId,
+    pub session: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("message buffer failed: {0}")]
+pub struct BufferError(pub String);
+
+#[async_trait]
+pub trait MessageBuffer: Send + Sync + 'static {
+    /// Adds a message (idempotent on the event id); returns how many wait in
+    /// its conversation now.
+    async fn add(
+        &self,
+        conversation: &Conversation,
+        event_id: EventId,
+        position: i64,
+    ) -> Result<usize, BufferError>;
+    /// The oldest `limit` waiting messages of a conversation, in log order.
+    async fn batch(
+        &self,
+        conversation: &Conversation,
+        limit: usize,
+    ) -> Result<Vec<EventId>, BufferError>;
+    /// Marks messages consolidated: they leave the batch, and adding them
+    /// again (a replay) does nothing.
+    async fn remove(&self, tenant: &TenantId, event_ids: &[EventId]) -> Result<(), BufferError>;
+    /// Conversations whose newest message arrived before `quiet_since`, with
+    /// when that was.
+    async fn idle(
+        &self,
+        quiet_since: DateTime<Utc>,
+    ) -> Result<Vec<(Conversation, DateTime<Utc>)>, BufferError>;
+    /// A subject's conversations with waiting messages.
+    async fn conversations(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<Vec<Conversation>, BufferError>;
+    /// Forgets a subject's waiting messages (erasure).
+    async fn delete_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, BufferError>;
+}
+
+pub struct SqliteMessageBuffer {
+    pool: SqlitePool,
+}
+
+impl SqliteMessageBuffer {
+    pub fn new(pool: SqlitePool) -> Self {
+        SqliteMessageBuffer { pool }
+    }
+}
+
+fn failed(error: sqlx::Error) -> BufferError {
+    BufferError(error.to_string())
+}
+
+fn conversation_of(row: &sqlx::sqlite::SqliteRow) -> Result<Conversation, BufferError> {
+    let tenant: String = row.get("tenant_id");
+    let subject: String = row.get("subject_id");
+    Ok(Conversation {
+        tenant: TenantId::parse(tenant).map_err(|e| BufferError(e.to_string()))?,
+        subject: SubjectId::parse(subject).map_err(|e| BufferError(e.to_string()))?,
+        session: row.get("session_id"),
+    })
+}
+
+#[async_trait]
+impl MessageBuffer for SqliteMessageBuffer {
+    async fn add(
+        &self,
+        conversation: &Conversation,
+        event_id: EventId,
+        position: i64,
+    ) -> Result<usize, BufferError> {
+        sqlx::query(
+            "INSERT OR IGNORE INTO consolidation_buffer (tenant_id, subject_id, session_id, event_id, position, buffered_at) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(conversation.tenant.as_str())
+        .bind(conversation.subject.as_str())
+        .bind(&conversation.session)
+        .bind(event_id.to_string())
+        .bind(position)
+        .bind(Utc::now().timestamp_micros())
+        .execute(&self.pool)
+        .await
+        .map_err(failed)?;
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM consolidation_buffer WHERE tenant_id = ? AND subject_id = ? AND session_id = ? AND done = 0",
+        )
+        .bind(conversation.tenant.as_str())
+        .bind(conversation.subject.as_str())
+        .bind(&conversation.session)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(failed)?;
+        Ok(count as usize)
+    }
+
+    async fn batch(
+        &self,
+        conversation: &Conversation,
+        limit: usize,
+    ) -> Result<Vec<EventId>, BufferError> {
+        let rows: Vec<String> = sqlx::query_scalar(
+            "SELECT event_id FROM consolidation_buffer WHERE tenant_id = ? AND subject_id = ? AND session_id = ? \
+             AND done = 0 ORDER BY position LIMIT ?",
+        )
+        .bind(conversation.tenant.as_str())
+        .bind(conversation.subject.as_str())
+        .bind(&conversation.session)
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(failed)?;
+        rows.iter()
+            .map(|id| EventId::parse(id).map_err(|e| BufferError(e.to_string())))
+            .collect()
+    }
+
+    async fn remove(&self, tenant: &TenantId, event_ids: &[EventId]) -> Result<(), BufferError> {
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(failed)?;
+        for id in event_ids {
+            sqlx::query(
+                "UPDATE consolidation_buffer SET done = 1 WHERE tenant_id = ? AND event_id = ?",
+            )
+            .bind(tenant.as_str())
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+        }
+        tx.commit().await.map_err(failed)
+    }
+
+    async fn idle(
+        &self,
+        quiet_since: DateTime<Utc>,
+    ) -> Result<Vec<(Conversation, DateTime<Utc>)>, BufferError> {
+        let rows = sqlx::query(
+            "SELECT tenant_id, subject_id, session_id, MAX(buffered_at) AS last FROM consolidation_buffer \
+             WHERE done = 0 GROUP BY tenant_id, subject_id, session_id HAVING MAX(buffered_at) < ?",
+        )
+        .bind(quiet_since.timestamp_micros())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(failed)?;
+        rows.iter()
+            .map(|row| {
+                let last: i64 = row.get("last");
+                let at = DateTime::<Utc>::from_timestamp_micros(last).unwrap_or_default();
+                Ok((conversation_of(row)?, at))
+            })
+            .collect()
+    }
+
+    async fn conversations(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<Vec<Conversation>, BufferError> {
+        let rows = sqlx::query(
+            "SELECT DISTINCT tenant_id, subject_id, session_id FROM consolidation_buffer \
+             WHERE tenant_id = ? AND subject_id = ? AND done = 0",
+        )
+        .bind(tenant.as_str())
+        .bind(subject.as_str())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(failed)?;
+        rows.iter().map(conversation_of).collect()
+    }
+
+    async fn delete_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, BufferError> {
+        let deleted =
+            sqlx::query("DELETE FROM consolidation_buffer WHERE tenant_id = ? AND subject_id = ?")
+                .bind(tenant.as_str())
+                .bind(subject.as_str())
+                .execute(&self.pool)
+                .await
+                .map_err(failed)?;
+        Ok(deleted.rows_affected())
+    }
+}

@@ -1,0 +1,379 @@
+//! Search and context endpoints: hybrid retrieval over the vector index,
+//! ranked with recency and importance, diversified with MMR, explained
+//! component by component, and reported to the forgetter as access signals.
+
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use mnemo_auth::{Principal, Scope};
+use mnemo_bus::{topics, OutgoingRecord};
+use mnemo_domain::{MemoryKind, MemoryState, SubjectId};
+use mnemo_http::views::MemoryView;
+use mnemo_http::{ApiError, Authenticated};
+use mnemo_vector_index::{SearchFilter, SearchMode, SearchRequest};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::context::{build_query, estimate_tokens, format_block, BlockLine};
+use crate::ranking::{rank, Candidate};
+use crate::RetrieverState;
+
+const MAX_K: usize = 100;
+const MAX_QUERY_CHARS: usize = 4_000;
+
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    #[default]
+    Hybrid,
+    Semantic,
+    Keyword,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Filters {
+    #[serde(default)]
+    pub kinds: Vec<MemoryKind>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    pub session: Option<String>,
+    pub agent: Option<String>,
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    pub min_importance: Option<f32>,
+    #[serde(default)]
+    pub include_archived: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchInput {
+    pub query: String,
+    pub k: Option<usize>,
+    #[serde(default)]
+    pub mode: Mode,
+    #[serde(default)]
+    pub filters: Filters,
+}
+
+fn to_filter(subject: &SubjectId, filters: &Filters) -> Result<SearchFilter, ApiError> {
+    if let Some(value) = filters.min_importance {
+        if !(0.0..=1.0).contains(&value) {
+            return Err(ApiError::unprocessable(
+                "out_of_range",
+                "min_importance must be between 0 and 1",
+            ));
+        }
+    }
+    if let (Some(from), Some(to)) = (filters.from, filters.to) {
+        if from > to {
+            return Err(ApiError::unprocessable("invalid_range", "from is after to"));
+        }
+    }
+    let mut states = vec![MemoryState::Active];
+    if filters.include_archived {
+        states.push(MemoryState::Archived);
+    }
+    Ok(SearchFilter {
+        subject: Some(subject.clone()),
+        kinds: filters.kinds.clone(),
+        tags: filters
+            .tags
+            .iter()
+            .map(|t| t.trim().to_lowercase())
+            .collect(),
+        states,
+        session: filters.session.clone(),
+        agent: filters.agent.clone(),
+        created_from: filters.from.map(|t| t.timestamp()),
+        created_to: filters.to.map(|t| t.timestamp()),
+        min_importance: filters.min_importance,
+    })
+}
+
+/// One ranked result with everything that explains it.
+pub struct Found {
+    pub memory: mnemo_domain::Memory,
+    pub parts: crate::ranking::ScoreParts,
+    pub fused: f64,
+    pub dense_rank: Option<usize>,
+    pub sparse_rank: Option<usize>,
+    pub dense_similarity: Option<f32>,
+}
+
+impl Found {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "memory": MemoryView::of(&self.memory),
+            "score": self.parts.final_score,
+            "components": {
+                "fused": self.fused,
+                "dense_rank": self.dense_rank,
+                "sparse_rank": self.sparse_rank,
+                "dense_similarity": self.dense_similarity,
+                "relevance": self.parts.relevance,
+                "recency": self.parts.recency,
+                "importance": self.parts.importance,
+                "combined": self.parts.combined,
+                "redundancy": self.parts.redundancy,
+            },
+        })
+    }
+}
+
+/// Runs a ranked search for one subject.
+pub async fn find(
+    state: &RetrieverState,
+    principal: &Principal,
+    subject: &SubjectId,
+    query: &str,
+    k: usize,
+    mode: Mode,
+    filter: SearchFilter,
+) -> Result<Vec<Found>, ApiError> {
+    let tenant = &principal.tenant;
+    let dense = match mode {
+        Mode::Keyword => None,
+        Mode::Hybrid | Mode::Semantic => Some(
+            state
+                .embedder
+                .embed(&[query.to_owned()])
+                .await
+                .map_err(ApiError::unavailable)?
+                .pop()
+                .ok_or_else(|| ApiError::internal(std::io::Error::other("no query vector")))?,
+        ),
+    };
+    let request = SearchRequest {
+        filter,
+        dense,
+        text: Some(query.to_owned()),
+        mode: match mode {
+            Mode::Hybrid => SearchMode::Hybrid,
+            Mode::Semantic => SearchMode::Semantic,
+            Mode::Keyword => SearchMode::Keyword,
+        },
+        // Rank and diversify over more than k: MMR needs room to choose.
+        limit: (k * 4).max(40),
+        prefetch: (k * 10).max(100),
+        rrf_k: state.rrf_k,
+        with_vectors: true,
+    };
+    let hits = state
+        .index
+        .search(tenant, &request)
+        .await
+        .map_err(ApiError::unavailable)?;
+    let mut candidates = Vec::with_capacity(hits.len());
+    for hit in hits {
+        // A point whose row is gone (erased, or not projected yet) is skipped.
+        let Some(memory) = state
+            .read_model
+            .get(tenant, &hit.id)
+            .await
+            .map_err(ApiError::unavailable)?
+        else {
+            continue;
+        };
+        candidates.push(Candidate {
+            relevance: f64::from(hit.score),
+            importance: f64::from(memory.importance),
+            updated_at: memory.updated_at,
+            dense: hit.dense.clone(),
+            item: (memory, hit),
+        });
+    }
+    let ranked = rank(candidates, k, &state.ranking, Utc::now());
+    let found: Vec<Found> = ranked
+        .into_iter()
+        .map(|r| {
+            let (memory, hit) = r.item;
+            Found {
+                memory,
+                parts: r.parts,
+                fused: f64::from(hit.score),
+                dense_rank: hit.dense_rank,
+                sparse_rank: hit.sparse_rank,
+                dense_similarity: hit.dense_score,
+            }
+        })
+        .collect();
+    signal_access(state, principal, subject, &found).await;
+    Ok(found)
+}
+
+/// Tells the forgetter which memories were retrieved. Best effort: a lost
+/// signal makes a memory look a little less used, it never fails a read.
+async fn signal_access(
+    state: &RetrieverState,
+    principal: &Principal,
+    subject: &SubjectId,
+    found: &[Found],
+) {
+    if found.is_empty() {
+        return;
+    }
+    let payload = json!({
+        "tenant": principal.tenant.as_str(),
+        "subject": subject.as_str(),
+        "memory_ids": found.iter().map(|f| f.memory.id.to_string()).collect::<Vec<_>>(),
+        "at": Utc::now(),
+    });
+    let record = OutgoingRecord {
+        key: format!("{}/{}", principal.tenant, subject),
+        payload: payload.to_string().into_bytes(),
+        headers: vec![("tenant".to_owned(), principal.tenant.to_string())],
+    };
+    if let Err(error) = state
+        .bus
+        .publish(topics::ACCESS_SIGNALS, vec![record])
+        .await
+    {
+        tracing::warn!(error = %error, "access signal not published");
+    }
+}
+
+fn check_k(k: Option<usize>, default: usize) -> Result<usize, ApiError> {
+    match k.unwrap_or(default) {
+        k if (1..=MAX_K).contains(&k) => Ok(k),
+        _ => Err(ApiError::unprocessable(
+            "invalid_k",
+            format!("k must be between 1 and {MAX_K}"),
+        )),
+    }
+}
+
+pub async fn search(
+    Authenticated(principal): Authenticated,
+    path: web::Path<String>,
+    body: web::Json<SearchInput>,
+    state: web::Data<RetrieverState>,
+) -> Result<HttpResponse, ApiError> {
+    principal.require_scope(Scope::MemoriesRead)?;
+    let subject = SubjectId::parse(path.as_str())?;
+    principal.require_subject(&subject)?;
+    let input = body.into_inner();
+    let query = input.query.trim();
+    if query.is_empty() || query.chars().count() > MAX_QUERY_CHARS {
+        return Err(ApiError::unprocessable(
+            "invalid_query",
+            format!("query must be 1 to {MAX_QUERY_CHARS} characters"),
+        ));
+    }
+    let k = check_k(input.k, 10)?;
+    let filter = to_filter(&subject, &input.filters)?;
+    let found = find(&state, &principal, &subject, query, k, input.mode, filter).await?;
+    let results: Vec<Value> = found.iter().map(Found::to_json).collect();
+    Ok(HttpResponse::Ok().json(json!({ "results": results })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextMessage {
+    pub role: String,
+    pub content: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextInput {
+    pub messages: Vec<ContextMessage>,
+    /// How many of the last user/assistant messages make the query.
+    pub last_n: Option<usize>,
+    pub max_memories: Option<usize>,
+    /// Results whose dense similarity to the query (or, in keyword mode,
+    /// relevance relative to the best result) is below this are left out.
+    pub min_relevance: Option<f32>,
+    pub token_budget: Option<usize>,
+    #[serde(default)]
+    pub mode: Mode,
+    #[serde(default)]
+    pub filters: Filters,
+}
+
+pub async fn context(
+    Authenticated(principal): Authenticated,
+    path: web::Path<String>,
+    body: web::Json<ContextInput>,
+    state: web::Data<RetrieverState>,
+) -> Result<HttpResponse, ApiError> {
+    principal.require_scope(Scope::MemoriesRead)?;
+    let subject = SubjectId::parse(path.as_str())?;
+    principal.require_subject(&subject)?;
+    let input = body.into_inner();
+    let last_n = input.last_n.unwrap_or(3);
+    if !(1..=50).contains(&last_n) {
+        return Err(ApiError::unprocessable(
+            "invalid_last_n",
+            "last_n must be between 1 and 50",
+        ));
+    }
+    let max_memories = check_k(input.max_memories, 8)?;
+    let token_budget = input.token_budget.unwrap_or(400);
+    if !(16..=32_000).contains(&token_budget) {
+        return Err(ApiError::unprocessable(
+            "invalid_token_budget",
+            "token_budget must be between 16 and 32000",
+        ));
+    }
+    let min_relevance = input.min_relevance.unwrap_or(0.0);
+    if !(0.0..=1.0).contains(&min_relevance) {
+        return Err(ApiError::unprocessable(
+            "out_of_range",
+            "min_relevance must be between 0 and 1",
+        ));
+    }
+    let query = build_query(
+        input
+            .messages
+            .iter()
+            .map(|m| (m.role.as_str(), m.content.as_str())),
+        last_n,
+    );
+    let query: String = query.chars().take(MAX_QUERY_CHARS).collect();
+    if query.trim().is_empty() {
+        return Err(ApiError::unprocessable(
+            "no_query",
+            "send at least one user or assistant message with content",
+        ));
+    }
+    let filter = to_filter(&subject, &input.filters)?;
+    let found = find(
+        &state,
+        &principal,
+        &subject,
+        &query,
+        max_memories,
+        input.mode,
+        filter,
+    )
+    .await?;
+    // Only readable memories, so the block and the list stay line for line.
+    let kept: Vec<&Found> = found
+        .iter()
+        .filter(|f| f.memory.content.as_text().is_some())
+        .filter(|f| {
+            f64::from(f.dense_similarity.unwrap_or(f.parts.relevance as f32))
+                >= f64::from(min_relevance)
+        })
+        .collect();
+    let lines: Vec<BlockLine<'_>> = kept
+        .iter()
+        .filter_map(|f| {
+            Some(BlockLine {
+                kind: f.memory.kind,
+                content: f.memory.content.as_text()?,
+                updated_at: f.memory.updated_at,
+                importance: f.memory.importance,
+            })
+        })
+        .collect();
+    let (block, included, tokens) = format_block(&lines, token_budget, Utc::now());
+    let memories: Vec<Value> = kept.iter().take(included).map(|f| f.to_json()).collect();
+    Ok(HttpResponse::Ok().json(json!({
+        "block": block,
+        "tokens": tokens,
+        "query_tokens": estimate_tokens(&query),
+        "memories": memories,
+    })))
+}
