@@ -197,6 +197,10 @@ pub struct ErasureStep {
     /// What: `data_keys_destroyed`, `rows_deleted`, `points_deleted`, ...
     pub action: String,
     pub count: u64,
+    /// What the step did not do, said plainly (e.g. bytes that remain on
+    /// disk until a compaction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 //! (which deserialises these) and a Qdrant server adapter (which can send
 //! them) cannot drift.
 //!
-//! The tenant condition is built in: [`filter`] has no way to leave it out.
+//! The tenant condition is built in: no filter builder here can leave it out.
 
 use mnemo_domain::{MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
 use serde_json::{json, Map, Value};

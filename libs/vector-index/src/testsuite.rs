@@ -1,7 +1,7 @@
 //! The contract every `VectorIndex` adapter must honour. Each case takes an
 //! `open` function that opens the SAME index each time it is called (a new
 //! instance is how a restart is simulated; a case drops the old instance
-//! first); [`vector_index_contract_tests!`] turns the cases into one test
+//! first); [`vector_index_contract_tests!`](crate::vector_index_contract_tests) turns the cases into one test
 //! each for an adapter. Cases need a dimension of at least 8.
 //!
 //! Each case is built so that it fails when its behaviour is missing: a
@@ -131,11 +131,14 @@ async fn assert_filter_in_every_mode(
 
 const FILTER_TEXT: &str = "quarterly budget review";
 
+/// Changes one payload field of a filter-case point.
+type Tweak = Box<dyn Fn(&mut PointPayload) + Send>;
+
 /// Points for the filter cases: same text, same vector, payload tweaked.
 async fn upsert_variants(
     index: &dyn VectorIndex,
     t: &TenantId,
-    tweaks: Vec<Box<dyn Fn(&mut PointPayload) + Send>>,
+    tweaks: Vec<Tweak>,
 ) -> Vec<MemoryId> {
     let s = subject("s1");
     let points: Vec<Point> = tweaks
@@ -505,7 +508,7 @@ where
 {
     let index = open().await;
     let t = tenant("t1");
-    let tags = |tags: &'static [&'static str]| -> Box<dyn Fn(&mut PointPayload) + Send> {
+    let tags = |tags: &'static [&'static str]| -> Tweak {
         Box::new(move |p| p.tags = tags.iter().map(|t| t.to_string()).collect())
     };
     let ids = upsert_variants(
@@ -539,9 +542,7 @@ where
 {
     let index = open().await;
     let t = tenant("t1");
-    let state = |state: MemoryState| -> Box<dyn Fn(&mut PointPayload) + Send> {
-        Box::new(move |p| p.state = state)
-    };
+    let state = |state: MemoryState| -> Tweak { Box::new(move |p| p.state = state) };
     let ids = upsert_variants(
         &*index,
         &t,
@@ -616,8 +617,7 @@ where
 {
     let index = open().await;
     let t = tenant("t1");
-    let created =
-        |at: i64| -> Box<dyn Fn(&mut PointPayload) + Send> { Box::new(move |p| p.created_at = at) };
+    let created = |at: i64| -> Tweak { Box::new(move |p| p.created_at = at) };
     let ids = upsert_variants(
         &*index,
         &t,
@@ -656,9 +656,7 @@ where
 {
     let index = open().await;
     let t = tenant("t1");
-    let importance = |value: f32| -> Box<dyn Fn(&mut PointPayload) + Send> {
-        Box::new(move |p| p.importance = value)
-    };
+    let importance = |value: f32| -> Tweak { Box::new(move |p| p.importance = value) };
     let ids = upsert_variants(
         &*index,
         &t,

@@ -83,6 +83,7 @@ impl ErasureExecutor {
             store: "subject_keys".to_owned(),
             action: "data_keys_destroyed".to_owned(),
             count: u64::from(destroyed),
+            note: None,
         });
         for target in &self.targets {
             steps.push(target.erase_subject(tenant, subject).await.map_err(retry)?);

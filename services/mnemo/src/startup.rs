@@ -77,6 +77,11 @@ impl ErasureTarget for VectorIndexErasure {
             store: "vector_index".to_owned(),
             action: "points_deleted".to_owned(),
             count: deleted,
+            note: Some(
+                "the points are out of every query at once; qdrant-edge keeps their bytes in its \
+                 write-ahead log and segments until the index is rebuilt"
+                    .to_owned(),
+            ),
         })
     }
 }
@@ -109,6 +114,7 @@ impl ErasureTarget for PipelineStateErasure {
             store: "pipeline_state".to_owned(),
             action: "rows_deleted".to_owned(),
             count: buffered + usage,
+            note: None,
         })
     }
 }
@@ -180,6 +186,7 @@ impl ErasureTarget for SqliteReadModelErasure {
             store: "memory_read_model".to_owned(),
             action: "rows_deleted".to_owned(),
             count: deleted,
+            note: None,
         })
     }
 }
