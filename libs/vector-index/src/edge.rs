@@ -95,11 +95,18 @@ impl Drop for Inner {
         // its last handle would take the runtime's shutdown down with it:
         // leak the shard then. Writes are flushed as they happen (durable
         // writes), so nothing that was acknowledged is lost either way.
-        if self.dir.exists() {
-            // SAFETY: `shard` is never used again: this is the owner's drop.
-            unsafe { ManuallyDrop::drop(&mut self.shard) };
-        } else {
+        if !self.dir.exists() {
             tracing::warn!(dir = %self.dir.display(), "vector index directory vanished; not flushing on close");
+            return;
+        }
+        // The directory can also vanish while the engine flushes (a
+        // temporary dir removed during shutdown): contain that panic too.
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: `shard` is never used again: this is the owner's drop.
+            unsafe { ManuallyDrop::drop(&mut self.shard) }
+        }));
+        if dropped.is_err() {
+            tracing::warn!(dir = %self.dir.display(), "vector index flush on close failed");
         }
     }
 }

@@ -151,6 +151,18 @@ async fn lists_filter_by_kind_tag_and_state_and_page() {
     )
     .await;
     app.wait_for_list(&token, "u", |m| m.len() == 3).await;
+    // The deletion is projected too (the list above can match before it is).
+    app.wait_for(
+        "/v1/subjects/u/memories?state=deleted",
+        &token,
+        "deletion projected",
+        |b| b["memories"][0]["id"] == gone.as_str(),
+    )
+    .await;
+    app.wait_for_list(&token, "u", |m| {
+        m.len() == 3 && m.iter().all(|x| x["state"] == "active")
+    })
+    .await;
 
     let music = app
         .get_json("/v1/subjects/u/memories?tag=music", &token)
