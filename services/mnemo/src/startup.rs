@@ -381,7 +381,7 @@ impl Application {
             index: index.clone(),
             bus: bus.clone(),
             ranking: Default::default(),
-            rrf_k: mnemo_vector_index::DEFAULT_RRF_K,
+            rrf_k: mnemo_retriever::DEFAULT_RRF_K,
         });
         let health = web::Data::new(Health {
             pool: pool.clone(),
