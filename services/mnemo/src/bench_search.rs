@@ -20,7 +20,8 @@
 //!   precomputed (an embedder that looks it up), i.e. mnemo's search
 //!   without the embedder and without HTTP;
 //! - **raw**: `VectorIndex::search` with the request `find` sends (hybrid,
-//!   limit 40, prefetch 100, RRF k 60, vectors returned): the engine's floor.
+//!   limit 40, prefetch 100, the server's RRF k (`mnemo_retriever::DEFAULT_RRF_K`),
+//!   vectors returned): the engine's floor.
 //!
 //! Each size is measured twice: on the index as the server keeps it (plain
 //! segments: nothing in the server calls `EdgeVectorIndex::optimize`, so
@@ -48,9 +49,9 @@ use mnemo_embed::{EmbedError, Embedder, EmbeddingSpace};
 use mnemo_read_model::sqlite::SqliteMemoryReadModel;
 use mnemo_read_model::MemoryReadModel;
 use mnemo_retriever::search::Mode;
-use mnemo_retriever::RetrieverState;
+use mnemo_retriever::{RetrieverState, DEFAULT_RRF_K};
 use mnemo_vector_index::{
-    EdgeVectorIndex, Point, SearchFilter, SearchMode, SearchRequest, VectorIndex, DEFAULT_RRF_K,
+    EdgeVectorIndex, Point, SearchFilter, SearchMode, SearchRequest, VectorIndex,
 };
 use serde_json::json;
 
@@ -717,6 +718,45 @@ async fn load(
     Ok((loaded, optimized))
 }
 
+/// A retriever state beside an embedded server running on `settings`'
+/// data dir: the server's own index (`Application::vector_index`), and a
+/// read model, log and bus on a pool of its own over the same database.
+/// Calling `mnemo_retriever::search::find` with it is the server's search
+/// without HTTP, with the embedder and RRF constant given here. Also used
+/// by `mnemo eval locomo`'s in-process experiments.
+pub(crate) async fn retriever_beside(
+    settings: &Settings,
+    index: Arc<dyn VectorIndex>,
+    embedder: Arc<dyn Embedder>,
+    rrf_k: u32,
+) -> anyhow::Result<(RetrieverState, sqlx::SqlitePool)> {
+    let pool = mnemo_event_store::sqlite::connect(&settings.database_file()).await?;
+    let master = Arc::new(crate::startup::load_master_key(settings)?);
+    let store: Arc<dyn mnemo_event_store::EventStore> =
+        Arc::new(mnemo_event_store::sqlite::SqliteEventStore::new(pool.clone()).await?);
+    let keys = Arc::new(mnemo_crypto::SqliteSubjectKeyStore::new(
+        pool.clone(),
+        master,
+    ));
+    let state = RetrieverState {
+        log: mnemo_event_store::sealed::SealedLog::new(
+            store,
+            Arc::new(mnemo_crypto::SubjectCipher::new(keys)),
+        ),
+        read_model: Arc::new(SqliteMemoryReadModel::new(pool.clone())),
+        metrics: Arc::new(mnemo_telemetry::Metrics::new()?),
+        embedder,
+        index,
+        bus: Arc::new(mnemo_bus::in_process::InProcessBus::new(
+            pool.clone(),
+            settings.bus_partitions,
+        )),
+        ranking: Default::default(),
+        rrf_k,
+    };
+    Ok((state, pool))
+}
+
 struct Measured {
     http: Figures,
     embed: Figures,
@@ -760,33 +800,16 @@ async fn measure(
 
     // find() beside the server: the server's index, a read model and a bus
     // on the same database, an embedder that only looks vectors up.
-    let pool = mnemo_event_store::sqlite::connect(&settings.database_file()).await?;
-    let master = Arc::new(crate::startup::load_master_key(&settings)?);
-    let store: Arc<dyn mnemo_event_store::EventStore> =
-        Arc::new(mnemo_event_store::sqlite::SqliteEventStore::new(pool.clone()).await?);
-    let keys = Arc::new(mnemo_crypto::SqliteSubjectKeyStore::new(
-        pool.clone(),
-        master,
-    ));
-    let state = RetrieverState {
-        log: mnemo_event_store::sealed::SealedLog::new(
-            store,
-            Arc::new(mnemo_crypto::SubjectCipher::new(keys)),
-        ),
-        read_model: Arc::new(SqliteMemoryReadModel::new(pool.clone())),
-        metrics: Arc::new(mnemo_telemetry::Metrics::new()?),
-        embedder: Arc::new(PrecomputedEmbedder {
+    let (state, pool) = retriever_beside(
+        &settings,
+        index.clone(),
+        Arc::new(PrecomputedEmbedder {
             space: embedder.space().clone(),
             vectors: vectors.clone(),
         }),
-        index: index.clone(),
-        bus: Arc::new(mnemo_bus::in_process::InProcessBus::new(
-            pool.clone(),
-            settings.bus_partitions,
-        )),
-        ranking: Default::default(),
-        rrf_k: DEFAULT_RRF_K,
-    };
+        DEFAULT_RRF_K,
+    )
+    .await?;
     let principal = Principal {
         tenant: tenant.clone(),
         actor: "bench".into(),

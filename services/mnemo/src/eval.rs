@@ -45,6 +45,17 @@
 //!   consolidator's included, instead of the turn memories only.
 //! - `MNEMO_EVAL_DUMP=FILE`: write one JSON line per question (category,
 //!   evidence, the ranked provenance of every list) for offline analysis.
+//! - `MNEMO_EVAL_DATA_DIR=DIR` (with `--skip-ingest`): instead of `--url`,
+//!   open DIR (the data dir of a *stopped* server that ran an earlier
+//!   ingest) in this process, with the settings of the environment as
+//!   `mnemo serve` would, and search through `mnemo_retriever::search::find`
+//!   directly (ranking and MMR included, no HTTP), for the tenant
+//!   `MNEMO_EVAL_TENANT` (default `eval`). `MNEMO_EVAL_RRF_K=K` then sets
+//!   the RRF constant of hybrid search (default: the server's,
+//!   `mnemo_retriever::DEFAULT_RRF_K`), so a fusion
+//!   change is measured as served, not only offline, and
+//!   `MNEMO_EVAL_MMR_LAMBDA=L` the MMR trade-off (the server's is 0.7; 1
+//!   turns diversification off).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write as _;
@@ -54,6 +65,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use chrono::{DateTime, NaiveDateTime, Utc};
+use mnemo_auth::{MintRequest, Minter, Principal, Scope};
+use mnemo_config::Overrides;
+use mnemo_domain::{MemoryState, SubjectId, TenantId};
+use mnemo_retriever::search::Mode;
+use mnemo_retriever::DEFAULT_RRF_K;
+use mnemo_vector_index::SearchFilter;
+use secrecy::ExposeSecret;
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone)]
@@ -695,8 +713,17 @@ struct Outcome {
     semantic_leg: Vec<Retrieved>,
 }
 
+/// The in-process experiment: the server's own search (`find`) beside an
+/// embedded server on a stopped server's data dir, with another RRF k.
+struct InProcess {
+    state: mnemo_retriever::RetrieverState,
+    principal: Principal,
+    rrf_k: u32,
+}
+
 struct Shared {
     api: Api,
+    in_process: Option<InProcess>,
     conversations: Vec<Conversation>,
     subjects: Vec<String>,
     dense_subjects: Vec<String>,
@@ -714,6 +741,11 @@ impl Shared {
         mode: &str,
         k: usize,
     ) -> anyhow::Result<Vec<Retrieved>> {
+        if let Some(in_process) = &self.in_process {
+            return self
+                .search_in_process(in_process, subject, query, mode, k)
+                .await;
+        }
         let mut body = json!({ "query": query, "k": k, "mode": mode });
         if self.turns_only {
             body["filters"] = json!({ "tags": [TURN_TAG] });
@@ -723,6 +755,57 @@ impl Shared {
             .await
             .with_context(|| format!("search ({mode}) for {query:?}"))?;
         Ok(retrieved(&results, &self.dia_of))
+    }
+
+    async fn search_in_process(
+        &self,
+        in_process: &InProcess,
+        subject: &str,
+        query: &str,
+        mode: &str,
+        k: usize,
+    ) -> anyhow::Result<Vec<Retrieved>> {
+        let subject = SubjectId::parse(subject)?;
+        let filter = SearchFilter {
+            subject: Some(subject.clone()),
+            tags: if self.turns_only {
+                vec![TURN_TAG.to_owned()]
+            } else {
+                Vec::new()
+            },
+            states: vec![MemoryState::Active],
+            ..Default::default()
+        };
+        let search_mode = match mode {
+            "keyword" => Mode::Keyword,
+            "semantic" => Mode::Semantic,
+            _ => Mode::Hybrid,
+        };
+        let found = mnemo_retriever::search::find(
+            &in_process.state,
+            &in_process.principal,
+            &subject,
+            query.trim(),
+            k,
+            search_mode,
+            filter,
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("search ({mode}) for {query:?} in process: {e}"))?;
+        Ok(found
+            .iter()
+            .map(|f| Retrieved {
+                key: f.memory.id.to_string(),
+                turns: f
+                    .memory
+                    .provenance
+                    .source_event_ids
+                    .iter()
+                    .filter_map(|e| self.dia_of.get(&e.to_string()).cloned())
+                    .collect(),
+                fused: f.fused,
+            })
+            .collect())
     }
 
     async fn post_search(&self, subject: &str, body: &Value) -> anyhow::Result<Value> {
@@ -825,6 +908,37 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
             .collect(),
         None => subjects.clone(),
     };
+    let rrf_k = match env_string("MNEMO_EVAL_RRF_K") {
+        Some(raw) => raw
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|k| *k > 0)
+            .context("MNEMO_EVAL_RRF_K must be a positive integer")?,
+        None => DEFAULT_RRF_K,
+    };
+    let mut url = args.url.trim_end_matches('/').to_owned();
+    let mut token = args.token.clone();
+    let in_process = match env_string("MNEMO_EVAL_DATA_DIR") {
+        Some(dir) => {
+            anyhow::ensure!(
+                args.skip_ingest,
+                "MNEMO_EVAL_DATA_DIR is for searching an earlier ingest: pass --skip-ingest"
+            );
+            let (in_process, local_url, local_token) = start_in_process(&dir, rrf_k).await?;
+            url = local_url;
+            token = local_token;
+            Some(in_process)
+        }
+        None => {
+            anyhow::ensure!(
+                rrf_k == DEFAULT_RRF_K,
+                "MNEMO_EVAL_RRF_K needs MNEMO_EVAL_DATA_DIR (a stopped server's data dir): \
+                 a running server fuses with its own constant"
+            );
+            None
+        }
+    };
     let api = Api {
         client: reqwest::Client::builder()
             .timeout(Duration::from_secs(120))
@@ -833,8 +947,8 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
             // connection is dropped here before the server closes it.
             .pool_idle_timeout(Duration::from_secs(2))
             .build()?,
-        url: args.url.trim_end_matches('/').to_owned(),
-        token: args.token.clone(),
+        url,
+        token,
     };
     let turns: usize = conversations.iter().map(|c| c.turns.len()).sum();
     eprintln!(
@@ -942,6 +1056,7 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
     let search_started = Instant::now();
     let shared = Arc::new(Shared {
         api: api.clone(),
+        in_process,
         conversations,
         subjects,
         dense_subjects,
@@ -1016,8 +1131,15 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
             ", every memory of the subject"
         }
     );
+    let served = match &shared.in_process {
+        Some(in_process) => format!(
+            "as served by find() in process, RRF k = {}, MMR lambda {}",
+            in_process.rrf_k, in_process.state.ranking.mmr_lambda
+        ),
+        None => "as served".to_owned(),
+    };
     for (mode, tally) in modes.iter().zip(&tallies) {
-        tally.print(&format!("{mode} (as served)"));
+        tally.print(&format!("{mode} ({served})"));
     }
     if diagnostics {
         println!(
@@ -1044,7 +1166,7 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
             );
         }
         for (mode, tally) in modes.iter().zip(&tallies) {
-            println!("{}", tally.summary_row(&format!("{mode} as served")));
+            println!("{}", tally.summary_row(&format!("{mode} {served}")));
         }
     }
     println!(
@@ -1061,6 +1183,78 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
         eprintln!("  per-question lists written to {path}");
     }
     Ok(())
+}
+
+/// Starts an embedded server on `dir` in this process (for the message
+/// posts that recover the event ids) and a retriever state beside it with
+/// RRF constant `rrf_k`; returns it with the server's URL and a token of
+/// the tenant `MNEMO_EVAL_TENANT` (default `eval`). Settings (embedder and
+/// so on) come from the environment, as for `mnemo serve`.
+async fn start_in_process(dir: &str, rrf_k: u32) -> anyhow::Result<(InProcess, String, String)> {
+    let settings = mnemo_config::load(&Overrides {
+        config_file: None,
+        data_dir: Some(dir.into()),
+        listen: Some("127.0.0.1:0".into()),
+    })?;
+    anyhow::ensure!(
+        settings.database_file().exists(),
+        "{} holds no database",
+        settings.data_dir.display()
+    );
+    let secret_file = settings.dev_secret_file();
+    let app = crate::Application::build(settings.clone())
+        .await
+        .context("cannot open the data dir in process (is a server still running on it?)")?;
+    let url = format!("http://127.0.0.1:{}", app.port());
+    let index = app.vector_index();
+    tokio::spawn(app.run());
+    let tenant = TenantId::parse(env_string("MNEMO_EVAL_TENANT").unwrap_or_else(|| "eval".into()))
+        .context("invalid MNEMO_EVAL_TENANT")?;
+    let secret = match &settings.auth.hs256_secret {
+        Some(secret) => secret.expose_secret().as_bytes().to_vec(),
+        None => crate::secrets::load_or_create_dev_secret(&secret_file)?.0,
+    };
+    let token = Minter::hs256(&secret, &settings.auth.issuer, &settings.auth.audience).mint(
+        &MintRequest {
+            tenant: tenant.clone(),
+            actor: "eval".into(),
+            scopes: Scope::ALL.to_vec(),
+            subject: None,
+            ttl: Duration::from_secs(86_400),
+        },
+    )?;
+    let embedder = crate::startup::build_embedder(&settings).await?;
+    let (mut state, _pool) =
+        crate::bench_search::retriever_beside(&settings, index, embedder, rrf_k).await?;
+    if let Some(raw) = env_string("MNEMO_EVAL_MMR_LAMBDA") {
+        state.ranking.mmr_lambda = raw
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|l| (0.0..=1.0).contains(l))
+            .context("MNEMO_EVAL_MMR_LAMBDA must be between 0 and 1")?;
+    }
+    eprintln!(
+        "  in process on {}: find() with RRF k = {rrf_k}, MMR lambda {}, tenant {tenant}",
+        settings.data_dir.display(),
+        state.ranking.mmr_lambda
+    );
+    let principal = Principal {
+        tenant,
+        actor: "eval".into(),
+        scopes: Scope::ALL.iter().copied().collect(),
+        subject: None,
+        token_id: None,
+    };
+    Ok((
+        InProcess {
+            state,
+            principal,
+            rrf_k,
+        },
+        url,
+        token,
+    ))
 }
 
 fn write_dump(path: &str, shared: &Shared, outcomes: &[Outcome]) -> anyhow::Result<()> {
