@@ -433,7 +433,21 @@ pub fn load_from(
         cache_dir: get("MNEMO_MODEL_CACHE")
             .map(PathBuf::from)
             .or(raw_embedding.cache_dir),
-        dimension: raw_embedding.dimension,
+        dimension: match get("MNEMO_EMBED_DIMENSION") {
+            Some(raw) => Some(
+                raw.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|d| *d > 0)
+                    .ok_or_else(|| {
+                        invalid(
+                            "embedding.dimension (MNEMO_EMBED_DIMENSION)",
+                            "must be a positive integer",
+                        )
+                    })?,
+            ),
+            None => raw_embedding.dimension,
+        },
     };
     if !["auto", "local", "openai", "lexical"].contains(&embedding.kind.as_str()) {
         return Err(invalid(
@@ -600,6 +614,33 @@ mod tests {
             Duration::from_secs(2)
         );
         assert!(load_from(&Overrides::default(), &env(&[("MNEMO_EMBEDDER", "magic")])).is_err());
+    }
+
+    #[test]
+    fn the_embedding_dimension_comes_from_the_environment_over_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "[embedding]\ndimension = 128\n").unwrap();
+        let config = ("MNEMO_CONFIG", file.to_str().unwrap());
+        let from_file = load_from(&Overrides::default(), &env(&[config])).unwrap();
+        assert_eq!(from_file.embedding.dimension, Some(128));
+        let from_env = load_from(
+            &Overrides::default(),
+            &env(&[config, ("MNEMO_EMBED_DIMENSION", "384")]),
+        )
+        .unwrap();
+        assert_eq!(from_env.embedding.dimension, Some(384));
+        for bad in ["0", "-3", "many"] {
+            let error = load_from(
+                &Overrides::default(),
+                &env(&[("MNEMO_EMBED_DIMENSION", bad)]),
+            )
+            .unwrap_err();
+            assert!(
+                error.to_string().contains("MNEMO_EMBED_DIMENSION"),
+                "{error}"
+            );
+        }
     }
 
     #[test]

@@ -203,6 +203,16 @@ async fn optimize_keeps_points_filters_and_writes_working() {
     assert_eq!(index.count(&t, None).await.unwrap(), 300);
     let hits = index.search(&t, &keyword("harpsichord")).await.unwrap();
     assert_eq!(hits[0].id, extra.id);
+    // Writes into a reopened optimised shard: what a collection rebuilt and
+    // optimised by `mnemo reindex` gets when the server takes it over.
+    let later = point(&t, &s, "clavichord recital", axis(DIMENSION, 1));
+    index.upsert(&t, vec![later.clone()]).await.unwrap();
+    index.delete(&t, &[extra.id]).await.unwrap();
+    drop(index);
+    let index = EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap();
+    assert_eq!(index.count(&t, None).await.unwrap(), 300);
+    let hits = index.search(&t, &keyword("clavichord")).await.unwrap();
+    assert_eq!(hits[0].id, later.id);
 }
 
 /// What a process crash leaves on disk: a copy of the directory taken while

@@ -224,7 +224,8 @@ impl Pipeline {
                         mode: SearchMode::Semantic,
                         limit: NEIGHBOURS,
                         prefetch: NEIGHBOURS,
-                        rrf_k: 60,
+                        // Semantic mode fuses nothing: the constant is unused.
+                        rrf_k: mnemo_vector_index::DEFAULT_RRF_K,
                         with_vectors: false,
                     },
                 )

@@ -5,8 +5,10 @@
 
 pub mod bench;
 pub mod bench_search;
+pub mod collections;
 pub mod eval;
 pub mod forget;
+pub mod reindex;
 pub mod secrets;
 pub mod startup;
 

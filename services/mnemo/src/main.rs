@@ -71,6 +71,13 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Build the vector collection of the configured embedder by replaying
+    /// the event log (after a model change, or to compact); a running server
+    /// keeps serving its collection and switches at its next start.
+    Reindex {
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
     /// Create or upgrade the database schema, then exit.
     Migrate {
         #[arg(long)]
@@ -269,6 +276,11 @@ fn main() -> anyhow::Result<()> {
             let settings = settings(&cli.config, data_dir, None)?;
             let _telemetry = init_telemetry(&settings)?;
             runtime.block_on(mnemo::forget::run(&settings, dry_run))?;
+        }
+        Command::Reindex { data_dir } => {
+            let settings = settings(&cli.config, data_dir, None)?;
+            let _telemetry = init_telemetry(&settings)?;
+            runtime.block_on(mnemo::reindex::run(&settings))?;
         }
         Command::Migrate { data_dir } => {
             let settings = settings(&cli.config, data_dir, None)?;

@@ -40,7 +40,9 @@ use mnemo_telemetry::Metrics;
 use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
 use secrecy::ExposeSecret;
 use sqlx::SqlitePool;
+use tokio::task::JoinSet;
 
+use crate::collections::{Collections, ReplayMarker};
 use crate::secrets::load_or_create_dev_secret;
 
 /// Every route the embedded server serves, for the OpenAPI coverage test.
@@ -144,20 +146,64 @@ pub async fn build_embedder(settings: &Settings) -> anyhow::Result<Arc<dyn Embed
     Ok(embedder)
 }
 
-/// Opens the vector index of the embedder's space: one shard per space, so
-/// switching models never mixes vectors.
-pub fn open_vector_index(
+/// Opens the collection the server serves for the embedder's space (one
+/// collection per space, so switching models never mixes vectors): takes
+/// over a collection `mnemo reindex` built, or replays the log into a new
+/// one when the model changed without a reindex, before anything is served
+/// from it (see `collections`). Stale collections are deleted afterwards.
+pub async fn open_vector_index(
     settings: &Settings,
-    embedder: &dyn Embedder,
-) -> anyhow::Result<Arc<dyn VectorIndex>> {
-    let space = embedder.space();
-    let dir = settings
-        .data_dir
-        .join("vectors")
-        .join(space.collection_name());
-    let index = EdgeVectorIndex::open(&dir, space.dimension)
-        .with_context(|| format!("cannot open the vector index {}", dir.display()))?;
-    Ok(Arc::new(index))
+    embedder: Arc<dyn Embedder>,
+    log: &SealedLog,
+) -> anyhow::Result<Arc<EdgeVectorIndex>> {
+    let space = embedder.space().clone();
+    let collections = Collections::new(settings.data_dir.join("vectors"));
+    let opening = collections.plan(&space.collection_name())?;
+    if opening.catch_up_from.is_some() && collections.marker(&opening.name)?.is_none() {
+        // Marked unfinished before the first point lands, so a crash
+        // mid-build is caught up again at the next start.
+        collections.write_marker(
+            &opening.name,
+            &ReplayMarker {
+                replayed_to: 0,
+                complete: false,
+                model: space.model.clone(),
+                dimension: space.dimension,
+                started_at: chrono::Utc::now(),
+                completed_at: None,
+            },
+        )?;
+    }
+    let dir = collections.path(&opening.name);
+    let index = Arc::new(
+        EdgeVectorIndex::open(&dir, space.dimension)
+            .with_context(|| format!("cannot open the vector index {}", dir.display()))?,
+    );
+    collections.set_active(&opening.name)?;
+    if let Some(from) = opening.catch_up_from {
+        tracing::info!(collection = %opening.name, from, "bringing the vector collection up to the log's head before serving");
+        // One flush at the end instead of one per point: the marker stays
+        // until then, so a crash replays again instead of losing points.
+        index.set_durable_writes(false);
+        let replayed =
+            mnemo_retriever::reindex::catch_up(log, embedder.clone(), index.clone(), from)
+                .await
+                .context("cannot bring the vector collection up to date")?;
+        index.flush().await?;
+        index.set_durable_writes(true);
+        collections.remove_marker(&opening.name)?;
+        tracing::info!(
+            collection = %opening.name,
+            position = replayed.position,
+            memories = replayed.memories,
+            points = replayed.points,
+            "vector collection is current"
+        );
+    }
+    for removed in collections.remove_stale(&opening.name)? {
+        tracing::info!(collection = %removed, "removed a vector collection no longer served");
+    }
+    Ok(index)
 }
 
 /// The erasure step for the SQLite read model: delete the rows, then empty
@@ -237,6 +283,21 @@ pub fn build_verifier(settings: &Settings) -> anyhow::Result<Verifier> {
     .context("invalid auth settings")
 }
 
+/// The data dir's event log, opened for a tool running beside (or instead
+/// of) the server: the database, the master key and the subject keys.
+pub async fn open_log(settings: &Settings) -> anyhow::Result<(SealedLog, SqlitePool)> {
+    let pool = sqlite::connect(&settings.database_file())
+        .await
+        .context("cannot open the database")?;
+    let master = Arc::new(load_master_key(settings)?);
+    let store: Arc<dyn EventStore> = Arc::new(SqliteEventStore::new(pool.clone()).await?);
+    let keys = Arc::new(SqliteSubjectKeyStore::new(pool.clone(), master));
+    Ok((
+        SealedLog::new(store, Arc::new(SubjectCipher::new(keys))),
+        pool,
+    ))
+}
+
 /// Loads the configured master key, or the data dir's (created on first start).
 pub fn load_master_key(settings: &Settings) -> anyhow::Result<MasterKey> {
     if let Some(encoded) = &settings.master_key {
@@ -253,7 +314,13 @@ pub fn load_master_key(settings: &Settings) -> anyhow::Result<MasterKey> {
     Ok(key)
 }
 
+/// Held (an exclusive advisory lock) by the server for its whole run, so
+/// two servers never share a data dir and tools know whether one runs.
+pub const SERVE_LOCK_FILE: &str = "serve.lock";
+
 pub struct Application {
+    /// Released when the process exits, however it exits.
+    _serve_lock: std::fs::File,
     port: u16,
     server: Server,
     relay: Arc<Relay>,
@@ -328,6 +395,13 @@ impl Application {
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         std::fs::create_dir_all(&settings.data_dir)
             .with_context(|| format!("cannot create data dir {}", settings.data_dir.display()))?;
+        let serve_lock = std::fs::File::create(settings.data_dir.join(SERVE_LOCK_FILE))?;
+        serve_lock.try_lock().map_err(|_| {
+            anyhow::anyhow!(
+                "another mnemo serve is running on {}",
+                settings.data_dir.display()
+            )
+        })?;
         let master = Arc::new(load_master_key(&settings)?);
         let verifier = Arc::new(build_verifier(&settings)?);
         let pool = sqlite::connect(&settings.database_file())
@@ -348,7 +422,8 @@ impl Application {
         let read_model: Arc<dyn MemoryReadModel> =
             Arc::new(SqliteMemoryReadModel::new(pool.clone()));
         let embedder = build_embedder(&settings).await?;
-        let index = open_vector_index(&settings, embedder.as_ref())?;
+        let index: Arc<dyn VectorIndex> =
+            open_vector_index(&settings, embedder.clone(), &log).await?;
         let buffer: Arc<dyn MessageBuffer> = Arc::new(SqliteMessageBuffer::new(pool.clone()));
         let usage: Arc<dyn UsageStore> = Arc::new(SqliteUsageStore::new(pool.clone()));
         let consolidator = Arc::new(Consolidator::new(Pipeline {
@@ -416,6 +491,7 @@ impl Application {
         .run();
 
         Ok(Application {
+            _serve_lock: serve_lock,
             port,
             server,
             relay,
@@ -437,6 +513,12 @@ impl Application {
         self.port
     }
 
+    /// Stops the server gracefully when asked (as SIGTERM does); `run`
+    /// then flushes and returns.
+    pub fn server_handle(&self) -> actix_web::dev::ServerHandle {
+        self.server.handle()
+    }
+
     /// The vector index, for tools and tests that inspect it directly.
     pub fn vector_index(&self) -> Arc<dyn VectorIndex> {
         self.index.clone()
@@ -445,8 +527,12 @@ impl Application {
     /// Runs the HTTP server beside the relay and the consumers until the
     /// server stops (SIGINT/SIGTERM), and says which part stopped.
     pub async fn run(self) -> anyhow::Result<()> {
+        // Every background part in one set: the first to stop ends the run,
+        // and the rest are stopped (and dropped) before `run` returns, so
+        // nothing keeps the data dir's files open after it.
+        let mut parts: JoinSet<String> = JoinSet::new();
         let relay = self.relay.clone();
-        let relay_task = tokio::spawn(async move { relay.run().await });
+        parts.spawn(named("relay", async move { relay.run().await }));
 
         let projection = Arc::new(MemoryProjection::new(
             self.log.clone(),
@@ -454,10 +540,13 @@ impl Application {
             self.embedder.clone(),
             self.index.clone(),
         ));
-        let projection_task = tokio::spawn(run_consumer(
-            self.bus.clone(),
-            ConsumerOptions::new("retriever.memory-projection", &[topics::MEMORY_EVENTS]),
-            projection,
+        parts.spawn(named(
+            "retriever projection",
+            run_consumer(
+                self.bus.clone(),
+                ConsumerOptions::new("retriever.memory-projection", &[topics::MEMORY_EVENTS]),
+                projection,
+            ),
         ));
         let erasure = Arc::new(ErasureExecutor::new(
             self.log.clone(),
@@ -474,41 +563,55 @@ impl Application {
                 }),
             ],
         ));
-        let erasure_task = tokio::spawn(run_consumer(
-            self.bus.clone(),
-            ConsumerOptions::new("forgetter.erasure", &[topics::SUBJECT_EVENTS]),
-            erasure,
+        parts.spawn(named(
+            "forgetter",
+            run_consumer(
+                self.bus.clone(),
+                ConsumerOptions::new("forgetter.erasure", &[topics::SUBJECT_EVENTS]),
+                erasure,
+            ),
         ));
-        let consolidator_task = tokio::spawn(run_consumer(
-            self.bus.clone(),
-            ConsumerOptions::new("consolidator", &[topics::MESSAGES]),
-            self.consolidator.clone(),
+        parts.spawn(named(
+            "consolidator",
+            run_consumer(
+                self.bus.clone(),
+                ConsumerOptions::new("consolidator", &[topics::MESSAGES]),
+                self.consolidator.clone(),
+            ),
         ));
         let tick = (self.consolidator.shortest_idle_timeout() / 4)
             .clamp(Duration::from_millis(50), Duration::from_secs(30));
-        let sweeper_task = tokio::spawn(self.consolidator.clone().run_idle_sweeper(tick));
-        let access_task = tokio::spawn(run_record_consumer(
-            self.bus.clone(),
-            ConsumerOptions::new("forgetter.access", &[topics::ACCESS_SIGNALS]),
-            Arc::new(AccessSignals {
-                usage: self.usage.clone(),
-            }),
+        parts.spawn(named(
+            "consolidation sweeper",
+            self.consolidator.clone().run_idle_sweeper(tick),
         ));
-        let retention_task = tokio::spawn(self.retention.clone().run_every(self.forget_interval));
+        parts.spawn(named(
+            "access signal consumer",
+            run_record_consumer(
+                self.bus.clone(),
+                ConsumerOptions::new("forgetter.access", &[topics::ACCESS_SIGNALS]),
+                Arc::new(AccessSignals {
+                    usage: self.usage.clone(),
+                }),
+            ),
+        ));
+        parts.spawn(named(
+            "retention pass",
+            self.retention.clone().run_every(self.forget_interval),
+        ));
 
         let outcome = tokio::select! {
             result = self.server => {
                 tracing::info!("http server stopped");
                 result.context("http server failed")
             }
-            result = relay_task => Err(anyhow::anyhow!("relay stopped: {result:?}")),
-            result = projection_task => Err(anyhow::anyhow!("retriever projection stopped: {result:?}")),
-            result = erasure_task => Err(anyhow::anyhow!("forgetter stopped: {result:?}")),
-            result = consolidator_task => Err(anyhow::anyhow!("consolidator stopped: {result:?}")),
-            result = sweeper_task => Err(anyhow::anyhow!("consolidation sweeper stopped: {result:?}")),
-            result = access_task => Err(anyhow::anyhow!("access signal consumer stopped: {result:?}")),
-            result = retention_task => Err(anyhow::anyhow!("retention pass stopped: {result:?}")),
+            Some(stopped) = parts.join_next() => {
+                Err(anyhow::anyhow!(stopped.unwrap_or_else(|e| format!("a background part failed: {e}"))))
+            }
         };
+        // Aborted mid-handler, a consumer has not committed: the record is
+        // handled again at the next start (handlers are idempotent).
+        parts.shutdown().await;
         if let Err(error) = self.index.flush().await {
             tracing::warn!(error = %error, "vector index flush at shutdown failed");
         }
@@ -517,6 +620,15 @@ impl Application {
         self.pool.close().await;
         outcome
     }
+}
+
+/// A background part's future, reporting how it stopped.
+async fn named<T: std::fmt::Debug>(
+    name: &'static str,
+    part: impl std::future::Future<Output = T>,
+) -> String {
+    let result = part.await;
+    format!("{name} stopped: {result:?}")
 }
 
 /// Waits up to `timeout` for the relay to publish everything in the log

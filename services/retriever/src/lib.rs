@@ -11,6 +11,7 @@ pub mod context;
 pub mod handlers;
 pub mod projection;
 pub mod ranking;
+pub mod reindex;
 pub mod search;
 
 use std::sync::Arc;

@@ -117,7 +117,7 @@ pub(crate) fn luhn_valid(digits: &[u8]) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// Prefix (IIN range) and length of the major networks. Deliberately a

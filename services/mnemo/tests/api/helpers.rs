@@ -13,6 +13,8 @@ pub struct TestApp {
     pub dir: tempfile::TempDir,
     pub index: std::sync::Arc<dyn mnemo_vector_index::VectorIndex>,
     secret: Vec<u8>,
+    server: actix_web::dev::ServerHandle,
+    running: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
 
 /// The app with the lexical embedder: for tests of the API itself.
@@ -40,27 +42,38 @@ pub async fn spawn_app_with_model(config: &str) -> TestApp {
 
 /// Starts the app with extra environment settings (e.g. limits via a config file).
 pub async fn spawn_app_with(env: &[(&str, &str)]) -> TestApp {
-    let dir = tempfile::tempdir().unwrap();
+    spawn_app_in(tempfile::tempdir().unwrap(), env).await
+}
+
+/// The settings the test app runs with on `dir`: lexical embedder unless
+/// `env` says otherwise.
+pub fn settings_for(dir: &std::path::Path, env: &[(&str, &str)]) -> mnemo_config::Settings {
     let mut env: HashMap<String, String> = env
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     env.entry("MNEMO_EMBEDDER".into())
         .or_insert_with(|| "lexical".into());
-    let settings = mnemo_config::load_from(
+    mnemo_config::load_from(
         &Overrides {
-            data_dir: Some(dir.path().to_owned()),
+            data_dir: Some(dir.to_owned()),
             listen: Some("127.0.0.1:0".into()),
             config_file: None,
         },
         &env,
     )
-    .unwrap();
+    .unwrap()
+}
+
+/// Starts the app on an existing data dir (a restart when `dir` held one).
+pub async fn spawn_app_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> TestApp {
+    let settings = settings_for(dir.path(), env);
     let secret_file = settings.dev_secret_file();
     let app = mnemo::Application::build(settings).await.unwrap();
     let address = format!("http://127.0.0.1:{}", app.port());
     let index = app.vector_index();
-    tokio::spawn(app.run());
+    let server = app.server_handle();
+    let running = tokio::spawn(app.run());
     let (secret, _) = mnemo::secrets::load_or_create_dev_secret(&secret_file).unwrap();
     TestApp {
         address,
@@ -71,6 +84,26 @@ pub async fn spawn_app_with(env: &[(&str, &str)]) -> TestApp {
         dir,
         index,
         secret,
+        server,
+        running,
+    }
+}
+
+impl TestApp {
+    /// Stops the server gracefully (as SIGTERM would) and hands back its
+    /// data dir, with nothing of the app left open.
+    pub async fn stop(self) -> tempfile::TempDir {
+        let TestApp {
+            dir,
+            index,
+            server,
+            running,
+            ..
+        } = self;
+        server.stop(true).await;
+        running.await.unwrap().unwrap();
+        drop(index);
+        dir
     }
 }
 

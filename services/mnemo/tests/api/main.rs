@@ -9,4 +9,5 @@ mod memories;
 mod messages;
 mod openapi;
 mod pipeline;
+mod reindex;
 mod tenancy;
