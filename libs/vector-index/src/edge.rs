@@ -36,8 +36,8 @@ use crate::{
     bm25, Hit, Point, PointPayload, SearchMode, SearchRequest, VectorIndex, VectorIndexError,
 };
 
-const DENSE: &str = "dense";
-const SPARSE: &str = "sparse";
+pub(crate) const DENSE: &str = "dense";
+pub(crate) const SPARSE: &str = "sparse";
 
 /// Written beside the shard: how its sparse vectors were made. Opening an
 /// index made with other BM25 options would silently mix incompatible
@@ -252,7 +252,7 @@ fn backend(error: impl std::fmt::Display) -> VectorIndexError {
     VectorIndexError::Backend(error.to_string())
 }
 
-fn shard_config(dimension: usize) -> EdgeConfig {
+pub(crate) fn shard_config(dimension: usize) -> EdgeConfig {
     EdgeConfig::builder()
         .vector(
             DENSE,
@@ -352,15 +352,15 @@ fn ensure_payload_indexes(shard: &EdgeShard) -> Result<(), VectorIndexError> {
     Ok(())
 }
 
-fn engine_filter(filter: Value) -> Result<Filter, VectorIndexError> {
+pub(crate) fn engine_filter(filter: Value) -> Result<Filter, VectorIndexError> {
     serde_json::from_value(filter).map_err(|e| backend(format!("filter: {e}")))
 }
 
-fn point_id(id: &MemoryId) -> PointId {
+pub(crate) fn point_id(id: &MemoryId) -> PointId {
     PointId::Uuid(id.as_uuid())
 }
 
-fn memory_id(id: &PointId) -> Result<MemoryId, VectorIndexError> {
+pub(crate) fn memory_id(id: &PointId) -> Result<MemoryId, VectorIndexError> {
     match id {
         PointId::Uuid(uuid) => Ok(MemoryId::from_uuid(*uuid)),
         PointId::NumId(n) => Err(VectorIndexError::Corrupt(format!(
@@ -379,7 +379,7 @@ fn count_matching(shard: &EdgeShard, filter: Value) -> Result<u64, VectorIndexEr
     Ok(count as u64)
 }
 
-fn with_vector(with_dense: bool) -> WithVector {
+pub(crate) fn with_vector(with_dense: bool) -> WithVector {
     if with_dense {
         WithVector::Selector(vec![DENSE.to_string()])
     } else {
@@ -388,7 +388,7 @@ fn with_vector(with_dense: bool) -> WithVector {
 }
 
 /// One leg: nearest neighbours of `query` in `using`, under `filter`.
-fn leg_query(
+pub(crate) fn leg_query(
     query: VectorInternal,
     using: &str,
     filter: Filter,
@@ -412,7 +412,7 @@ fn leg_query(
     }
 }
 
-fn dense_of(vectors: Option<VectorStructInternal>) -> Option<Vec<f32>> {
+pub(crate) fn dense_of(vectors: Option<VectorStructInternal>) -> Option<Vec<f32>> {
     match vectors? {
         VectorStructInternal::Named(mut named) => match named.remove(DENSE)? {
             VectorInternal::Dense(dense) => Some(dense),

@@ -29,6 +29,8 @@ pub mod fusion;
 pub mod payload;
 #[cfg(feature = "qdrant")]
 mod qdrant;
+#[cfg(all(test, feature = "qdrant", feature = "edge"))]
+mod qdrant_fake;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
 

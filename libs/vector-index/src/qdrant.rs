@@ -381,7 +381,10 @@ fn check_collection(
         .map(Value::from)
         .and_then(|v| v.as_str().map(str::to_owned))
         .ok_or_else(|| {
-            incompatible("collection has no mnemo_bm25 metadata: it was not made by mnemo")
+            incompatible(
+                "collection has no mnemo_bm25 metadata: it was not made by mnemo, \
+                 or the server is too old to keep collection metadata",
+            )
         })?;
     let recorded: Value = serde_json::from_str(&recorded)
         .map_err(|e| incompatible(&format!("mnemo_bm25 metadata: {e}")))?;
