@@ -73,6 +73,24 @@ const METADATA_FORMAT: &str = "mnemo_format";
 const METADATA_BM25: &str = "mnemo_bm25";
 const FORMAT: i64 = 1;
 
+/// The qdrant-client release this adapter is built and tested with.
+const CLIENT_VERSION: &str = "1.20";
+
+/// Qdrant's compatibility rule: same major version, minor versions at most
+/// one apart.
+fn compatible_server(server_version: &str) -> bool {
+    let major_minor = |version: &str| -> Option<(u64, u64)> {
+        let mut parts = version.trim_start_matches('v').split('.');
+        Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    };
+    match (major_minor(server_version), major_minor(CLIENT_VERSION)) {
+        (Some((major, minor)), Some((client_major, client_minor))) => {
+            major == client_major && minor.abs_diff(client_minor) <= 1
+        }
+        _ => false,
+    }
+}
+
 /// Longest collection name the server accepts.
 const MAX_COLLECTION_NAME: usize = 255;
 
@@ -177,9 +195,8 @@ impl QdrantVectorIndex {
             .api_key(settings.api_key.clone())
             .timeout(settings.timeout)
             .connect_timeout(settings.connect_timeout)
-            // The version check logs a warning through stderr rather than
-            // failing; mnemo reports what matters (the collection's shape)
-            // itself below.
+            // The client's own check blocks a thread and prints to stdout;
+            // `connect` checks the version itself, through tracing.
             .skip_compatibility_check()
             .build()
             .map_err(backend)?;
@@ -187,6 +204,14 @@ impl QdrantVectorIndex {
         let bm25 = tokio::task::spawn_blocking(bm25::model)
             .await
             .map_err(|e| backend(format!("bm25 model task failed: {e}")))??;
+        let server_version = client.health_check().await.map_err(backend)?.version;
+        if !compatible_server(&server_version) {
+            tracing::warn!(
+                server_version,
+                client_version = CLIENT_VERSION,
+                "qdrant server and client versions differ by more than one minor version"
+            );
+        }
         let index = Self {
             inner: Arc::new(Inner {
                 client,
@@ -1126,6 +1151,16 @@ mod tests {
         let (key, value) = keyword_of(&filter.must[0]);
         assert_eq!(key, fields::TENANT);
         assert_eq!(value, &MatchValue::Keyword(tenant_name.into()));
+    }
+
+    #[test]
+    fn server_versions_within_one_minor_are_compatible() {
+        for version in ["1.20.0", "1.19.3", "1.21.1", "v1.20.2"] {
+            assert!(compatible_server(version), "{version}");
+        }
+        for version in ["1.18.0", "1.22.0", "2.20.0", "dev", ""] {
+            assert!(!compatible_server(version), "{version}");
+        }
     }
 
     #[test]
