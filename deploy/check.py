@@ -201,6 +201,12 @@ def check_dockerfile():
         problems.append("Dockerfile runtime user is missing or root")
     elif info["user"].split(":")[0] != str(info["uid"]):
         problems.append(f"Dockerfile USER {info['user']} is not the created uid {info['uid']}")
+    # The build context is the repository root: keep build output and local
+    # secrets out of it.
+    ignored = (ROOT / ".dockerignore").read_text("utf-8").split() if (ROOT / ".dockerignore").exists() else []
+    for entry in ("target", "deploy/.env"):
+        if entry not in ignored:
+            problems.append(f".dockerignore does not exclude {entry}")
     return problems
 
 
