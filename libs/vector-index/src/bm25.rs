@@ -19,6 +19,9 @@
 
 use serde_json::{json, Value};
 
+#[cfg(any(feature = "edge", feature = "qdrant"))]
+use crate::VectorIndexError;
+
 /// The multilingual tokenizer segments by script (charabia): jieba word
 /// segmentation for Chinese, a Japanese segmenter, Unicode word boundaries
 /// elsewhere. Qdrant's default `word` tokenizer would keep a whole run of
@@ -50,4 +53,14 @@ pub fn options() -> Value {
         "b": B,
         "avg_len": AVG_LEN,
     })
+}
+
+/// The BM25 model both adapters embed with: qdrant-edge's implementation of
+/// the server's `qdrant/bm25`, configured by [`options`].
+#[cfg(any(feature = "edge", feature = "qdrant"))]
+pub(crate) fn model() -> Result<qdrant_edge::bm25_embed::EdgeBm25, VectorIndexError> {
+    let config: qdrant_edge::bm25_embed::EdgeBm25Config = serde_json::from_value(options())
+        .map_err(|e| VectorIndexError::Backend(format!("bm25 options: {e}")))?;
+    qdrant_edge::bm25_embed::EdgeBm25::new(config)
+        .map_err(|e| VectorIndexError::Backend(format!("bm25 model: {e}")))
 }

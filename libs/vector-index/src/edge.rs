@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use mnemo_domain::{MemoryId, SubjectId, TenantId};
-use qdrant_edge::bm25_embed::{EdgeBm25, EdgeBm25Config};
+use qdrant_edge::bm25_embed::EdgeBm25;
 use qdrant_edge::{
     CountRequest, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
     EdgeVectorParams, FieldIndexOperations, Filter, JsonPath, Modifier, NamedQuery, Payload,
@@ -29,14 +29,15 @@ use qdrant_edge::{
 use serde_json::{json, Value};
 use tracing::debug;
 
+use crate::checks::{check_dense, check_payload_tenant, check_point, same_tenant};
 use crate::fusion::{self, Fused};
 use crate::payload::{self, fields};
 use crate::{
     bm25, Hit, Point, PointPayload, SearchMode, SearchRequest, VectorIndex, VectorIndexError,
 };
 
-const DENSE: &str = "dense";
-const SPARSE: &str = "sparse";
+pub(crate) const DENSE: &str = "dense";
+pub(crate) const SPARSE: &str = "sparse";
 
 /// Written beside the shard: how its sparse vectors were made. Opening an
 /// index made with other BM25 options would silently mix incompatible
@@ -147,9 +148,7 @@ impl EdgeVectorIndex {
         }
         fs::create_dir_all(dir)?;
         check_or_write_marker(dir)?;
-        let bm25_config: EdgeBm25Config = serde_json::from_value(bm25::options())
-            .map_err(|e| backend(format!("bm25 options: {e}")))?;
-        let bm25 = EdgeBm25::new(bm25_config).map_err(|e| backend(format!("bm25 model: {e}")))?;
+        let bm25 = bm25::model()?;
 
         let shard = if dir.join(EDGE_CONFIG_FILE).exists() {
             EdgeShard::load(dir, None).map_err(backend)?
@@ -253,7 +252,7 @@ fn backend(error: impl std::fmt::Display) -> VectorIndexError {
     VectorIndexError::Backend(error.to_string())
 }
 
-fn shard_config(dimension: usize) -> EdgeConfig {
+pub(crate) fn shard_config(dimension: usize) -> EdgeConfig {
     EdgeConfig::builder()
         .vector(
             DENSE,
@@ -353,46 +352,21 @@ fn ensure_payload_indexes(shard: &EdgeShard) -> Result<(), VectorIndexError> {
     Ok(())
 }
 
-fn engine_filter(filter: Value) -> Result<Filter, VectorIndexError> {
+pub(crate) fn engine_filter(filter: Value) -> Result<Filter, VectorIndexError> {
     serde_json::from_value(filter).map_err(|e| backend(format!("filter: {e}")))
 }
 
-fn point_id(id: &MemoryId) -> PointId {
+pub(crate) fn point_id(id: &MemoryId) -> PointId {
     PointId::Uuid(id.as_uuid())
 }
 
-fn memory_id(id: &PointId) -> Result<MemoryId, VectorIndexError> {
+pub(crate) fn memory_id(id: &PointId) -> Result<MemoryId, VectorIndexError> {
     match id {
         PointId::Uuid(uuid) => Ok(MemoryId::from_uuid(*uuid)),
         PointId::NumId(n) => Err(VectorIndexError::Corrupt(format!(
             "numeric point id {n} in a memory index"
         ))),
     }
-}
-
-fn check_dense(expected: usize, vector: &[f32]) -> Result<(), VectorIndexError> {
-    if vector.len() != expected {
-        return Err(VectorIndexError::DimensionMismatch {
-            expected,
-            actual: vector.len(),
-        });
-    }
-    Ok(())
-}
-
-fn check_payload_tenant(
-    tenant: &TenantId,
-    id: &MemoryId,
-    payload: &PointPayload,
-) -> Result<(), VectorIndexError> {
-    if &payload.tenant != tenant {
-        return Err(VectorIndexError::TenantMismatch {
-            id: *id,
-            expected: tenant.clone(),
-            found: payload.tenant.clone(),
-        });
-    }
-    Ok(())
 }
 
 fn count_matching(shard: &EdgeShard, filter: Value) -> Result<u64, VectorIndexError> {
@@ -405,7 +379,7 @@ fn count_matching(shard: &EdgeShard, filter: Value) -> Result<u64, VectorIndexEr
     Ok(count as u64)
 }
 
-fn with_vector(with_dense: bool) -> WithVector {
+pub(crate) fn with_vector(with_dense: bool) -> WithVector {
     if with_dense {
         WithVector::Selector(vec![DENSE.to_string()])
     } else {
@@ -414,7 +388,7 @@ fn with_vector(with_dense: bool) -> WithVector {
 }
 
 /// One leg: nearest neighbours of `query` in `using`, under `filter`.
-fn leg_query(
+pub(crate) fn leg_query(
     query: VectorInternal,
     using: &str,
     filter: Filter,
@@ -438,7 +412,7 @@ fn leg_query(
     }
 }
 
-fn dense_of(vectors: Option<VectorStructInternal>) -> Option<Vec<f32>> {
+pub(crate) fn dense_of(vectors: Option<VectorStructInternal>) -> Option<Vec<f32>> {
     match vectors? {
         VectorStructInternal::Named(mut named) => match named.remove(DENSE)? {
             VectorInternal::Dense(dense) => Some(dense),
@@ -453,16 +427,6 @@ fn decode_payload(payload: Option<Payload>) -> Result<PointPayload, VectorIndexE
     let payload =
         payload.ok_or_else(|| VectorIndexError::Corrupt("point without payload".into()))?;
     payload::from_json(&payload.0)
-}
-
-/// A point that came back from a tenant-filtered query but names another
-/// tenant would mean the filter failed: drop it loudly rather than leak it.
-fn same_tenant(tenant: &TenantId, payload: &PointPayload, id: &MemoryId) -> bool {
-    if &payload.tenant == tenant {
-        return true;
-    }
-    tracing::error!(tenant_id = %tenant, point_id = %id, "tenant filter returned a foreign point; dropped");
-    false
 }
 
 fn single_leg_hits(
@@ -507,14 +471,7 @@ impl Inner {
     fn upsert(&self, tenant: &TenantId, points: Vec<Point>) -> Result<(), VectorIndexError> {
         let mut ids = Vec::with_capacity(points.len());
         for point in &points {
-            check_payload_tenant(tenant, &point.id, &point.payload)?;
-            check_dense(self.dimension, &point.dense)?;
-            if point.dense.iter().any(|v| !v.is_finite()) {
-                return Err(VectorIndexError::InvalidPoint {
-                    id: point.id,
-                    reason: "dense vector holds a non-finite value".into(),
-                });
-            }
+            check_point(tenant, self.dimension, point)?;
             ids.push(point_id(&point.id));
         }
         // Embedding (jieba, stemming) is the slow part: do it before taking

@@ -1,5 +1,6 @@
 //! The vector index port ([`VectorIndex`]), its in-process Qdrant adapter
-//! ([`EdgeVectorIndex`], cargo feature `edge`) and the contract suite every
+//! ([`EdgeVectorIndex`], cargo feature `edge`), its Qdrant server adapter
+//! (`QdrantVectorIndex`, cargo feature `qdrant`) and the contract suite every
 //! adapter runs (feature `testsuite`).
 //!
 //! A point is one memory: its UUID is the point id, its embedding is the
@@ -20,15 +21,23 @@
 use mnemo_domain::{MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
 
 pub mod bm25;
+#[cfg(any(feature = "edge", feature = "qdrant"))]
+mod checks;
 #[cfg(feature = "edge")]
 mod edge;
 pub mod fusion;
 pub mod payload;
+#[cfg(feature = "qdrant")]
+mod qdrant;
+#[cfg(all(test, feature = "qdrant", feature = "edge"))]
+mod qdrant_fake;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
 
 #[cfg(feature = "edge")]
 pub use edge::{EdgeStats, EdgeVectorIndex};
+#[cfg(feature = "qdrant")]
+pub use qdrant::{QdrantSettings, QdrantVectorIndex};
 
 /// Qdrant's usual RRF constant; [`SearchRequest::default`] uses it.
 pub const DEFAULT_RRF_K: u32 = 60;
