@@ -1,0 +1,106 @@
+//! The relay's read on PostgreSQL: an event committed while an older
+//! transaction is still open is held back until that one commits, so the
+//! relay never moves its checkpoint past an event it has not seen.
+#![cfg(feature = "postgres")]
+
+use mnemo_event_store::postgres::PostgresEventStore;
+use mnemo_event_store::testsuite::{event, tenant, wait_for_head};
+use mnemo_event_store::{EventStore, ExpectedVersion};
+use mnemo_pg::testsupport::TestDatabase;
+use mnemo_pg::APP_ROLE;
+use sqlx::{Connection, PgConnection};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_committed_behind_an_open_transaction_waits_for_it() {
+    let db = TestDatabase::new().await;
+    let store = PostgresEventStore::new(db.tenant_pool(), db.system_pool());
+    let start = store.head_position().await.unwrap();
+
+    // T1: appends through the same table trigger, and stays open.
+    let mut conn = PgConnection::connect_with(&db.options_as(APP_ROLE))
+        .await
+        .unwrap();
+    let mut t1 = mnemo_pg::begin_tenant(&mut conn, &tenant("t1"))
+        .await
+        .unwrap();
+    let (first_id, first_position): (String, i64) = sqlx::query_as(
+        "INSERT INTO events (event_id, tenant_id, stream_id, stream_version, event_type, \
+         schema_version, actor, payload, metadata, recorded_at) \
+         VALUES (gen_random_uuid()::text, 't1', 'conversation-1', 1, 'MessageReceived', 1, 'a', \
+         '{}', '{\"actor\": \"a\"}', now()) RETURNING event_id, global_position",
+    )
+    .fetch_one(&mut *t1)
+    .await
+    .unwrap();
+
+    // T2: appends and commits after T1 took its position.
+    let second = store
+        .append(
+            &tenant("t2"),
+            "conversation-2",
+            ExpectedVersion::Any,
+            vec![event("MessageReceived", None, "b")],
+        )
+        .await
+        .unwrap();
+    let second_position = second.events[0].global_position;
+    assert!(first_position < second_position);
+
+    // T2 is committed and visible to its tenant...
+    assert_eq!(
+        store
+            .read_stream(&tenant("t2"), "conversation-2")
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    // ...but not to the relay while T1, older, may still commit below it.
+    assert!(store.read_all(start, 100).await.unwrap().is_empty());
+    assert!(store.head_position().await.unwrap() < first_position);
+
+    t1.commit().await.unwrap();
+    wait_for_head(&store, second_position).await;
+    let read = store.read_all(start, 100).await.unwrap();
+    let ids: Vec<String> = read.iter().map(|e| e.event_id.to_string()).collect();
+    assert_eq!(ids, vec![first_id, second.events[0].event_id.to_string()]);
+    assert_eq!(
+        read.iter().map(|e| e.global_position).collect::<Vec<_>>(),
+        vec![first_position, second_position]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolled_back_append_leaves_no_hole_the_relay_waits_on() {
+    let db = TestDatabase::new().await;
+    let store = PostgresEventStore::new(db.tenant_pool(), db.system_pool());
+    let start = store.head_position().await.unwrap();
+    let mut conn = PgConnection::connect_with(&db.options_as(APP_ROLE))
+        .await
+        .unwrap();
+    let mut aborted = mnemo_pg::begin_tenant(&mut conn, &tenant("t1"))
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO events (event_id, tenant_id, stream_id, stream_version, event_type, \
+         schema_version, actor, payload, metadata, recorded_at) \
+         VALUES (gen_random_uuid()::text, 't1', 's', 1, 'MessageReceived', 1, 'a', '{}', '{}', now())",
+    )
+    .execute(&mut *aborted)
+    .await
+    .unwrap();
+    let later = store
+        .append(
+            &tenant("t1"),
+            "s-2",
+            ExpectedVersion::Any,
+            vec![event("MessageReceived", None, "a")],
+        )
+        .await
+        .unwrap();
+    aborted.rollback().await.unwrap();
+    wait_for_head(&store, later.events[0].global_position).await;
+    let read = store.read_all(start, 100).await.unwrap();
+    assert_eq!(read.len(), 1);
+    assert_eq!(read[0].event_id, later.events[0].event_id);
+}
