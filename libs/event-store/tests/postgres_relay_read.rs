@@ -104,3 +104,67 @@ async fn a_rolled_back_append_leaves_no_hole_the_relay_waits_on() {
     assert_eq!(read.len(), 1);
     assert_eq!(read[0].event_id, later.events[0].event_id);
 }
+
+/// The interleaving a sequence-numbered log gets wrong: T takes its
+/// transaction id, U takes a position, T takes a later position and
+/// commits while U is still open. The relay publishes T's events; U's must
+/// still come after them, not below the relay's checkpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_interleaved_inside_another_is_not_skipped() {
+    let db = TestDatabase::new().await;
+    let store = PostgresEventStore::new(db.tenant_pool(), db.system_pool());
+    let start = store.head_position().await.unwrap();
+    let insert = "INSERT INTO events (event_id, tenant_id, stream_id, stream_version, event_type, \
+         schema_version, actor, payload, metadata, recorded_at) \
+         VALUES (gen_random_uuid()::text, 't1', $1, $2, 'MessageReceived', 1, 'a', '{}', \
+         '{\"actor\": \"a\"}', now()) \
+         RETURNING global_position";
+    let mut t_conn = PgConnection::connect_with(&db.options_as(APP_ROLE))
+        .await
+        .unwrap();
+    let mut u_conn = PgConnection::connect_with(&db.options_as(APP_ROLE))
+        .await
+        .unwrap();
+    let mut t = mnemo_pg::begin_tenant(&mut t_conn, &tenant("t1"))
+        .await
+        .unwrap();
+    let mut u = mnemo_pg::begin_tenant(&mut u_conn, &tenant("t1"))
+        .await
+        .unwrap();
+    let t_first: i64 = sqlx::query_scalar(insert)
+        .bind("stream-t")
+        .bind(1_i64)
+        .fetch_one(&mut *t)
+        .await
+        .unwrap();
+    let u_only: i64 = sqlx::query_scalar(insert)
+        .bind("stream-u")
+        .bind(1_i64)
+        .fetch_one(&mut *u)
+        .await
+        .unwrap();
+    let t_second: i64 = sqlx::query_scalar(insert)
+        .bind("stream-t")
+        .bind(2_i64)
+        .fetch_one(&mut *t)
+        .await
+        .unwrap();
+    t.commit().await.unwrap();
+    wait_for_head(&store, t_second).await;
+
+    // The relay publishes T's two events and moves its checkpoint.
+    let published = store.read_all(start, 100).await.unwrap();
+    let positions: Vec<i64> = published.iter().map(|e| e.global_position).collect();
+    assert_eq!(positions, vec![t_first, t_second]);
+    let checkpoint = t_second;
+
+    // U commits later: it must still be ahead of the checkpoint.
+    u.commit().await.unwrap();
+    assert!(u_only > checkpoint);
+    wait_for_head(&store, u_only).await;
+    let next = store.read_all(checkpoint, 100).await.unwrap();
+    assert_eq!(
+        next.iter().map(|e| e.global_position).collect::<Vec<_>>(),
+        vec![u_only]
+    );
+}
