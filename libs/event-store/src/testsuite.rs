@@ -604,6 +604,43 @@ where
     assert_eq!(unique, written, "an event was skipped");
 }
 
+pub async fn concurrent_retries_of_one_append_write_it_once<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    // A client that times out and retries while the first request is still
+    // in flight: one of them writes, every other reports duplicates.
+    let store = open().await;
+    let t = tenant("t1");
+    let batch = vec![
+        event("MessageReceived", None, "a"),
+        event("MessageReceived", None, "a"),
+    ];
+    let tasks: Vec<_> = (0..6)
+        .map(|_| {
+            let (store, t, batch) = (store.clone(), t.clone(), batch.clone());
+            tokio::spawn(async move {
+                store
+                    .append(&t, "conversation-retried", ExpectedVersion::Any, batch)
+                    .await
+            })
+        })
+        .collect();
+    let mut written = 0;
+    for task in tasks {
+        let result = task.await.unwrap().unwrap();
+        assert_eq!(result.stream_version, 2);
+        written += result.events.iter().filter(|e| !e.duplicate).count();
+    }
+    assert_eq!(written, 2);
+    let stream = store.read_stream(&t, "conversation-retried").await.unwrap();
+    assert_eq!(
+        stream.iter().map(|e| e.event_id).collect::<Vec<_>>(),
+        batch.iter().map(|e| e.event_id).collect::<Vec<_>>()
+    );
+}
+
 /// Expands to one `#[tokio::test]` per contract case. `$open` is an async
 /// closure-like expression `|| async { ... }` returning `Arc<dyn EventStore>`
 /// over storage that is fresh per test but the same across calls in a test;
@@ -623,6 +660,7 @@ macro_rules! event_store_contract_tests {
             queries_filter_and_page,
             concurrent_appends_to_one_stream_without_expectation_all_land,
             read_all_skips_nothing_while_writers_race,
+            concurrent_retries_of_one_append_write_it_once,
         );
     };
     (@cases $setup:expr, $open:expr; $($case:ident),* $(,)?) => {
