@@ -168,3 +168,35 @@ async fn a_transaction_interleaved_inside_another_is_not_skipped() {
         vec![u_only]
     );
 }
+
+/// A waiting relay sees an append made through another store instance (as
+/// from another process) promptly, without waiting out its timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_for_append_sees_an_append_of_another_process() {
+    use std::time::{Duration, Instant};
+
+    let db = TestDatabase::new().await;
+    let relay_side = PostgresEventStore::new(db.tenant_pool(), db.system_pool());
+    let writer_side = PostgresEventStore::new(db.tenant_pool(), db.system_pool());
+    let head = relay_side.head_position().await.unwrap();
+    let waiter = tokio::spawn(async move {
+        let started = Instant::now();
+        relay_side
+            .wait_for_append(head, Duration::from_secs(30))
+            .await;
+        (started.elapsed(), relay_side.head_position().await.unwrap())
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    writer_side
+        .append(
+            &tenant("t1"),
+            "s",
+            ExpectedVersion::Any,
+            vec![event("MessageReceived", None, "a")],
+        )
+        .await
+        .unwrap();
+    let (waited, seen) = waiter.await.unwrap();
+    assert!(seen > head);
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+}

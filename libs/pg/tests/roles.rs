@@ -83,3 +83,65 @@ async fn migrating_again_is_a_no_op() {
     let db = TestDatabase::new().await;
     mnemo_pg::migrate_with(db.admin_options()).await.unwrap();
 }
+
+/// The grant matrix, whole: a new grant is a decision, made here too.
+#[tokio::test]
+async fn the_app_and_system_roles_hold_exactly_the_privileges_they_need() {
+    let db = TestDatabase::new().await;
+    let admin = db.raw_pool("postgres").await;
+    let tables: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT grantee::text, table_name::text, string_agg(privilege_type::text, ',' ORDER BY privilege_type) \
+         FROM information_schema.table_privileges \
+         WHERE grantee IN ('mnemo_app', 'mnemo_system') AND table_schema = 'public' \
+         GROUP BY grantee, table_name ORDER BY grantee, table_name",
+    )
+    .fetch_all(&admin)
+    .await
+    .unwrap();
+    let tables: Vec<String> = tables
+        .into_iter()
+        .map(|(role, table, privileges)| format!("{role} {table} {privileges}"))
+        .collect();
+    assert_eq!(
+        tables,
+        vec![
+            "mnemo_app consolidation_buffer DELETE,INSERT,SELECT,UPDATE",
+            "mnemo_app events INSERT,SELECT",
+            "mnemo_app memories DELETE,INSERT,SELECT,UPDATE",
+            "mnemo_app memory_usage DELETE,INSERT,SELECT,UPDATE",
+            "mnemo_app subject_keys DELETE,INSERT,SELECT",
+            "mnemo_system events SELECT",
+            "mnemo_system relay_checkpoints INSERT,SELECT,UPDATE",
+        ]
+    );
+    // Column grants of the system role on tables it may only scan.
+    let columns: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name || '.' || column_name FROM information_schema.column_privileges \
+         WHERE grantee = 'mnemo_system' AND table_name IN ('memories', 'consolidation_buffer') \
+         ORDER BY 1",
+    )
+    .fetch_all(&admin)
+    .await
+    .unwrap();
+    assert_eq!(
+        columns,
+        vec![
+            "consolidation_buffer.buffered_at",
+            "consolidation_buffer.done",
+            "consolidation_buffer.session_id",
+            "consolidation_buffer.subject_id",
+            "consolidation_buffer.tenant_id",
+            "memories.subject_id",
+            "memories.tenant_id",
+        ]
+    );
+    for role in [APP_ROLE, SYSTEM_ROLE] {
+        let create: bool =
+            sqlx::query_scalar("SELECT has_schema_privilege($1, 'public', 'CREATE')")
+                .bind(role)
+                .fetch_one(&admin)
+                .await
+                .unwrap();
+        assert!(!create, "{role} may create objects");
+    }
+}
