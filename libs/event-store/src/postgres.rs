@@ -19,26 +19,35 @@
 //! event returned, so a reader that moves its checkpoint past what it read
 //! never skips an event. The horizon is cluster-wide: a long transaction in
 //! any database of the server holds the relay back until it ends.
+//!
+//! `wait_for_append` listens on the `mnemo_events` channel (a statement
+//! trigger notifies at commit), so a relay in another process wakes as soon
+//! as an append commits. It still polls the head now and then: an event can
+//! become readable without a notification, when an older unrelated
+//! transaction ends.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_domain::{EventId, EventMetadata, NewEvent, RecordedEvent, SubjectId, TenantId};
 use mnemo_pg::{PgError, SystemPool, TenantPool};
-use sqlx::postgres::PgRow;
+use sqlx::postgres::{PgListener, PgRow};
 use sqlx::types::Json;
 use sqlx::{PgConnection, Row};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use crate::{
     AppendResult, AppendedEvent, EventQuery, EventStore, EventStoreError, ExpectedVersion,
 };
 
-/// How often `wait_for_append` looks at the head when no append of this
-/// process woke it: appends of other processes are only seen this way.
-const HEAD_POLL: Duration = Duration::from_millis(100);
+/// How often `wait_for_append` looks at the head when nothing woke it.
+const DEFAULT_HEAD_POLL: Duration = Duration::from_millis(500);
+
+/// The channel the `events_notify` trigger notifies.
+const CHANNEL: &str = "mnemo_events";
 
 /// Rows below this horizon belong to finished transactions only.
 const SAFE: &str = "tx_id < pg_snapshot_xmin(pg_current_snapshot())";
@@ -50,7 +59,48 @@ const COLUMNS: &str = "global_position, event_id, tenant_id, stream_id, stream_v
 pub struct PostgresEventStore {
     tenant: TenantPool,
     system: SystemPool,
+    /// Moved by this instance's own appends.
     head: Arc<watch::Sender<i64>>,
+    /// Bumped on every notification of a commit, from any process.
+    notified: Arc<watch::Sender<u64>>,
+    listener: Arc<OnceLock<AbortOnDrop>>,
+    head_poll: Duration,
+}
+
+/// The listener task lives as long as the store (and its clones).
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Forwards notifications until the task is aborted, reconnecting after a
+/// failure. It holds one connection of the system pool.
+async fn listen(system: SystemPool, notified: Arc<watch::Sender<u64>>) {
+    loop {
+        if system.pool().is_closed() {
+            return;
+        }
+        match PgListener::connect_with(system.pool()).await {
+            Ok(mut listener) => match listener.listen(CHANNEL).await {
+                Ok(()) => loop {
+                    match listener.recv().await {
+                        Ok(_) => notified.send_modify(|count| *count = count.wrapping_add(1)),
+                        Err(error) => {
+                            tracing::debug!(%error, "event notifications interrupted");
+                            break;
+                        }
+                    }
+                },
+                Err(error) => tracing::debug!(%error, "cannot listen for event notifications"),
+            },
+            Err(error) => tracing::debug!(%error, "cannot connect the event listener"),
+        }
+        // Polling covers the gap; retry the listener calmly.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
 }
 
 fn backend(error: sqlx::Error) -> EventStoreError {
@@ -87,7 +137,28 @@ impl PostgresEventStore {
             tenant,
             system,
             head: Arc::new(watch::channel(0).0),
+            notified: Arc::new(watch::channel(0).0),
+            listener: Arc::new(OnceLock::new()),
+            head_poll: DEFAULT_HEAD_POLL,
         }
+    }
+
+    /// How often `wait_for_append` re-reads the head when no notification
+    /// came (500 ms by default).
+    pub fn with_head_poll(mut self, interval: Duration) -> Self {
+        self.head_poll = interval;
+        self
+    }
+
+    /// Starts the notification listener on first use (it needs a runtime,
+    /// and only a relay waits).
+    fn ensure_listener(&self) {
+        self.listener.get_or_init(|| {
+            AbortOnDrop(tokio::spawn(listen(
+                self.system.clone(),
+                self.notified.clone(),
+            )))
+        });
     }
 
     fn decode_row(row: &PgRow) -> Result<RecordedEvent, EventStoreError> {
@@ -475,7 +546,15 @@ impl EventStore for PostgresEventStore {
 
     async fn wait_for_append(&self, after_position: i64, timeout: Duration) {
         let deadline = tokio::time::Instant::now() + timeout;
+        self.ensure_listener();
+        // Subscribed before the first look at the head, so a commit between
+        // that look and the wait below still wakes us.
         let mut local = self.head.subscribe();
+        let mut notified = self.notified.subscribe();
+        // After a wake that found nothing readable (the commit sits behind
+        // an older open transaction, whose end notifies nobody), look again
+        // soon, backing off towards the normal poll.
+        let mut recheck: Option<Duration> = None;
         loop {
             match self.head_position().await {
                 Ok(head) if head > after_position => return,
@@ -488,10 +567,19 @@ impl EventStore for PostgresEventStore {
             if now >= deadline {
                 return;
             }
-            let nap = HEAD_POLL.min(deadline - now);
-            // An append of this process wakes the waiter at once; others are
-            // seen by the next poll.
-            let _ = tokio::time::timeout(nap, local.changed()).await;
+            let nap = recheck.unwrap_or(self.head_poll).min(deadline - now);
+            let woken = tokio::select! {
+                _ = local.changed() => true,
+                _ = notified.changed() => true,
+                _ = tokio::time::sleep(nap) => false,
+            };
+            recheck = if woken {
+                Some(Duration::from_millis(20))
+            } else {
+                recheck
+                    .map(|interval| interval * 2)
+                    .filter(|interval| *interval < self.head_poll)
+            };
         }
     }
 }

@@ -169,24 +169,27 @@ async fn a_transaction_interleaved_inside_another_is_not_skipped() {
     );
 }
 
-/// A waiting relay sees an append made through another store instance (as
-/// from another process) promptly, without waiting out its timeout.
+/// A waiting relay is woken by an append made through another store
+/// instance (as from another process): by the commit's notification, since
+/// its head poll is set far beyond the test's patience.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wait_for_append_sees_an_append_of_another_process() {
+async fn wait_for_append_is_woken_by_another_process_commit() {
     use std::time::{Duration, Instant};
 
     let db = TestDatabase::new().await;
-    let relay_side = PostgresEventStore::new(db.tenant_pool(), db.system_pool());
+    let relay_side = PostgresEventStore::new(db.tenant_pool(), db.system_pool())
+        .with_head_poll(Duration::from_secs(120));
     let writer_side = PostgresEventStore::new(db.tenant_pool(), db.system_pool());
     let head = relay_side.head_position().await.unwrap();
     let waiter = tokio::spawn(async move {
         let started = Instant::now();
         relay_side
-            .wait_for_append(head, Duration::from_secs(30))
+            .wait_for_append(head, Duration::from_secs(60))
             .await;
         (started.elapsed(), relay_side.head_position().await.unwrap())
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Long enough for the waiter to start listening.
+    tokio::time::sleep(Duration::from_millis(500)).await;
     writer_side
         .append(
             &tenant("t1"),
@@ -198,5 +201,7 @@ async fn wait_for_append_sees_an_append_of_another_process() {
         .unwrap();
     let (waited, seen) = waiter.await.unwrap();
     assert!(seen > head);
-    assert!(waited < Duration::from_secs(10), "{waited:?}");
+    // Other tests of this binary may hold the cluster-wide horizon back for
+    // a moment; the re-checks after the notification cover that.
+    assert!(waited < Duration::from_secs(15), "{waited:?}");
 }
