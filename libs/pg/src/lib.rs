@@ -220,35 +220,47 @@ pub async fn ensure_roles(conn: &mut PgConnection) -> Result<(), PgError> {
         (APP_ROLE, "LOGIN"),
         (SYSTEM_ROLE, "LOGIN"),
     ] {
-        let exists: bool =
-            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)")
-                .bind(role)
-                .fetch_one(&mut *conn)
-                .await?;
-        if !exists {
-            // Two sessions creating the same role: the second waits on the
-            // unique index and fails with unique_violation, or sees it and
-            // fails with duplicate_object; both mean "it exists now".
-            sqlx::raw_sql(&format!(
-                "DO $$ BEGIN \
-                   CREATE ROLE {role} {attributes} NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE; \
-                 EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; \
-                 END $$"
-            ))
-            .execute(&mut *conn)
+        ensure_role(conn, role, attributes).await?;
+    }
+    Ok(())
+}
+
+/// Creates one role unless it exists (racing creators are fine), then
+/// refuses it if it bypasses row-level security. `role` must be a plain
+/// identifier; it is not quoted.
+pub async fn ensure_role(
+    conn: &mut PgConnection,
+    role: &str,
+    attributes: &str,
+) -> Result<(), PgError> {
+    let exists: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)")
+            .bind(role)
+            .fetch_one(&mut *conn)
             .await?;
-        }
-        let bypasses: bool =
-            sqlx::query_scalar("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = $1")
-                .bind(role)
-                .fetch_one(&mut *conn)
-                .await?;
-        if bypasses {
-            return Err(PgError::UnsafeRole {
-                role: role.to_owned(),
-                purpose: "a mnemo role",
-            });
-        }
+    if !exists {
+        // Two sessions creating the same role: the second waits on the
+        // unique index and fails with unique_violation, or sees it and
+        // fails with duplicate_object; both mean "it exists now".
+        sqlx::raw_sql(&format!(
+            "DO $$ BEGIN \
+               CREATE ROLE {role} {attributes} NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE; \
+             EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; \
+             END $$"
+        ))
+        .execute(&mut *conn)
+        .await?;
+    }
+    let bypasses: bool =
+        sqlx::query_scalar("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = $1")
+            .bind(role)
+            .fetch_one(&mut *conn)
+            .await?;
+    if bypasses {
+        return Err(PgError::UnsafeRole {
+            role: role.to_owned(),
+            purpose: "a mnemo role",
+        });
     }
     Ok(())
 }

@@ -145,3 +145,69 @@ async fn the_app_and_system_roles_hold_exactly_the_privileges_they_need() {
         assert!(!create, "{role} may create objects");
     }
 }
+
+/// Roles are global to the server, and test binaries (or two `mnemo
+/// migrate`s) create them at the same moment: every racer must succeed.
+#[tokio::test]
+async fn racing_creators_of_a_role_all_succeed() {
+    let db = TestDatabase::new().await;
+    let role = format!("mnemo_race_{}", db.name().rsplit('_').next().unwrap_or("x"));
+    // Local tasks (sqlx's connection futures are not provably Send here);
+    // they still race on the server, one connection each.
+    let local = tokio::task::LocalSet::new();
+    let results = local
+        .run_until(async {
+            let racers: Vec<_> = (0..8)
+                .map(|_| {
+                    let options = db.admin_options();
+                    let role = role.clone();
+                    tokio::task::spawn_local(async move {
+                        let mut conn = PgConnection::connect_with(&options).await.unwrap();
+                        mnemo_pg::ensure_role(&mut conn, &role, "NOLOGIN").await
+                    })
+                })
+                .collect();
+            let mut results = Vec::new();
+            for racer in racers {
+                results.push(racer.await.unwrap());
+            }
+            results
+        })
+        .await;
+    let mut admin = PgConnection::connect_with(&db.admin_options())
+        .await
+        .unwrap();
+    sqlx::query(&format!("DROP ROLE {role}"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    for result in results {
+        result.unwrap();
+    }
+}
+
+/// An existing role that bypasses row-level security is refused, not used.
+#[tokio::test]
+async fn an_existing_role_that_bypasses_rls_is_refused() {
+    let db = TestDatabase::new().await;
+    let role = format!(
+        "mnemo_bypass_{}",
+        db.name().rsplit('_').next().unwrap_or("x")
+    );
+    let mut admin = PgConnection::connect_with(&db.admin_options())
+        .await
+        .unwrap();
+    sqlx::query(&format!("CREATE ROLE {role} NOLOGIN BYPASSRLS"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let refused = mnemo_pg::ensure_role(&mut admin, &role, "NOLOGIN").await;
+    sqlx::query(&format!("DROP ROLE {role}"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    assert!(
+        matches!(refused, Err(PgError::UnsafeRole { .. })),
+        "{refused:?}"
+    );
+}
