@@ -82,7 +82,7 @@ impl CryptoError {
     }
 }
 
-#[cfg(feature = "sqlite")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 impl From<sqlx::Error> for CryptoError {
     fn from(e: sqlx::Error) -> Self {
         CryptoError::Store(Box::new(e))

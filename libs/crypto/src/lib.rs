@@ -47,6 +47,11 @@
 //!   so the old page images holding the wrapped key leave the `-wal` file.
 //! - Backups taken before an erasure still hold the key: their retention
 //!   bounds how long erased content stays recoverable.
+//!
+//! The PostgreSQL store ([`PostgresSubjectKeyStore`], feature `postgres`)
+//! keeps keys under forced row-level security per tenant; `destroy` deletes
+//! the row, and vacuum and WAL/backup retention bound how long its bytes
+//! stay on disk (see `docs/postgres.md`).
 
 mod cipher;
 mod data_key;
@@ -61,6 +66,8 @@ pub use error::CryptoError;
 pub use marker::contains_clear_text;
 pub use master::MasterKey;
 pub use store::MemorySubjectKeyStore;
+#[cfg(feature = "postgres")]
+pub use store::PostgresSubjectKeyStore;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteSubjectKeyStore;
 pub use store::SubjectKeyStore;

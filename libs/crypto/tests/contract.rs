@@ -419,6 +419,17 @@ macro_rules! contract {
                 }
             )*
         }
+
+        #[cfg(feature = "postgres")]
+        mod postgres_store {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let fixture = crate::common::postgres().await;
+                    super::$name(std::sync::Arc::clone(&fixture.store)).await;
+                }
+            )*
+        }
     };
 }
 

@@ -1,5 +1,5 @@
-//! The event log port ([`EventStore`]), its SQLite adapter and the contract
-//! suite every adapter runs.
+//! The event log port ([`EventStore`]), its SQLite and PostgreSQL adapters
+//! and the contract suite every adapter runs.
 //!
 //! The log is the source of truth: append-only (the database itself refuses
 //! UPDATE and DELETE), optimistic concurrency per stream, idempotent on
@@ -16,6 +16,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_domain::{EventId, NewEvent, RecordedEvent, SubjectId, TenantId};
 
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod sealed;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;

@@ -37,6 +37,23 @@ pub fn event(event_type: &str, subject: Option<&SubjectId>, actor: &str) -> NewE
     }
 }
 
+/// Waits (bounded) until the head has reached `position`. A store may show
+/// a committed event to the relay only once every older transaction has
+/// ended (PostgreSQL: the snapshot's xmin), so "appended" and "readable by
+/// `read_all`" are a moment apart; SQLite returns at once.
+pub async fn wait_for_head(store: &dyn EventStore, position: i64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while store.head_position().await.unwrap() < position {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "head never reached {position}"
+        );
+        store
+            .wait_for_append(position - 1, std::time::Duration::from_millis(200))
+            .await;
+    }
+}
+
 pub async fn appends_and_reads_a_stream_in_order<F, Fut>(open: F)
 where
     F: Fn() -> Fut,
@@ -245,15 +262,18 @@ where
     let store = open().await;
     let start = store.head_position().await.unwrap();
     let mut expected = Vec::new();
+    let mut last = start;
     for i in 0..10 {
         let t = tenant(if i % 2 == 0 { "t1" } else { "t2" });
         let e = event("MessageReceived", None, "a");
         expected.push(e.event_id);
-        store
+        let appended = store
             .append(&t, &format!("s-{}", i % 3), ExpectedVersion::Any, vec![e])
             .await
             .unwrap();
+        last = appended.events[0].global_position;
     }
+    wait_for_head(store.as_ref(), last).await;
     let mut seen = Vec::new();
     let mut after = start;
     loop {
@@ -337,7 +357,7 @@ where
     let stream = store.read_stream(&t, "memory-r").await.unwrap();
     assert_eq!(stream.len(), 1);
     assert_eq!(stream[0].event_id, id);
-    assert!(store.head_position().await.unwrap() >= stream[0].global_position);
+    wait_for_head(store.as_ref(), stream[0].global_position).await;
     let next = store
         .append(
             &t,
@@ -482,6 +502,145 @@ where
     assert_eq!(page2[0].subject.as_ref(), Some(&s2));
 }
 
+pub async fn concurrent_appends_to_one_stream_without_expectation_all_land<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    // Conversation streams are appended with `Any` by concurrent requests:
+    // none of them may fail for racing another.
+    let store = open().await;
+    let t = tenant("t1");
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let store = store.clone();
+        let t = t.clone();
+        tasks.push(tokio::spawn(async move {
+            store
+                .append(
+                    &t,
+                    "conversation-busy",
+                    ExpectedVersion::Any,
+                    vec![
+                        event("MessageReceived", None, "a"),
+                        event("MessageReceived", None, "a"),
+                    ],
+                )
+                .await
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    let stream = store.read_stream(&t, "conversation-busy").await.unwrap();
+    assert_eq!(
+        stream.iter().map(|e| e.stream_version).collect::<Vec<_>>(),
+        (1..=16).collect::<Vec<u64>>()
+    );
+}
+
+pub async fn read_all_skips_nothing_while_writers_race<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    // A relay reads while several writers append batches of events: every
+    // event must be read exactly once, positions always increasing.
+    let store = open().await;
+    let start = store.head_position().await.unwrap();
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut ids = Vec::new();
+                for i in 0..15 {
+                    let batch: Vec<_> = (0..3)
+                        .map(|_| event("MessageReceived", None, "a"))
+                        .collect();
+                    ids.extend(batch.iter().map(|e| e.event_id));
+                    store
+                        .append(
+                            &tenant(&format!("t{}", w % 2)),
+                            &format!("writer-{w}-{}", i % 2),
+                            ExpectedVersion::Any,
+                            batch,
+                        )
+                        .await
+                        .unwrap();
+                }
+                ids
+            })
+        })
+        .collect();
+    let reader = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let mut seen = Vec::new();
+            let mut after = start;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while seen.len() < 4 * 15 * 3 && std::time::Instant::now() < deadline {
+                let page = store.read_all(after, 7).await.unwrap();
+                if page.is_empty() {
+                    store
+                        .wait_for_append(after, std::time::Duration::from_millis(50))
+                        .await;
+                }
+                for e in page {
+                    assert!(e.global_position > after, "positions increase");
+                    after = e.global_position;
+                    seen.push(e.event_id);
+                }
+            }
+            seen
+        })
+    };
+    let mut written = std::collections::HashSet::new();
+    for writer in writers {
+        written.extend(writer.await.unwrap());
+    }
+    let seen = reader.await.unwrap();
+    let unique: std::collections::HashSet<_> = seen.iter().copied().collect();
+    assert_eq!(unique.len(), seen.len(), "an event was read twice");
+    assert_eq!(unique, written, "an event was skipped");
+}
+
+pub async fn concurrent_retries_of_one_append_write_it_once<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    // A client that times out and retries while the first request is still
+    // in flight: one of them writes, every other reports duplicates.
+    let store = open().await;
+    let t = tenant("t1");
+    let batch = vec![
+        event("MessageReceived", None, "a"),
+        event("MessageReceived", None, "a"),
+    ];
+    let tasks: Vec<_> = (0..6)
+        .map(|_| {
+            let (store, t, batch) = (store.clone(), t.clone(), batch.clone());
+            tokio::spawn(async move {
+                store
+                    .append(&t, "conversation-retried", ExpectedVersion::Any, batch)
+                    .await
+            })
+        })
+        .collect();
+    let mut written = 0;
+    for task in tasks {
+        let result = task.await.unwrap().unwrap();
+        assert_eq!(result.stream_version, 2);
+        written += result.events.iter().filter(|e| !e.duplicate).count();
+    }
+    assert_eq!(written, 2);
+    let stream = store.read_stream(&t, "conversation-retried").await.unwrap();
+    assert_eq!(
+        stream.iter().map(|e| e.event_id).collect::<Vec<_>>(),
+        batch.iter().map(|e| e.event_id).collect::<Vec<_>>()
+    );
+}
+
 /// Expands to one `#[tokio::test]` per contract case. `$open` is an async
 /// closure-like expression `|| async { ... }` returning `Arc<dyn EventStore>`
 /// over storage that is fresh per test but the same across calls in a test;
@@ -499,6 +658,9 @@ macro_rules! event_store_contract_tests {
             survives_a_restart,
             refuses_unsealed_subject_text,
             queries_filter_and_page,
+            concurrent_appends_to_one_stream_without_expectation_all_land,
+            read_all_skips_nothing_while_writers_race,
+            concurrent_retries_of_one_append_write_it_once,
         );
     };
     (@cases $setup:expr, $open:expr; $($case:ident),* $(,)?) => {

@@ -10,6 +10,8 @@
 use async_trait::async_trait;
 use mnemo_domain::{Memory, MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
 
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

@@ -6,6 +6,11 @@ use chrono::{DateTime, Utc};
 use mnemo_domain::{EventId, SubjectId, TenantId};
 use sqlx::{Row, SqlitePool};
 
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresMessageBuffer;
+
 /// One conversation: a session of a subject ("" when messages have none).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Conversation {

@@ -10,6 +10,11 @@ use mnemo_domain::{MemoryId, SubjectId, TenantId};
 use serde::Deserialize;
 use sqlx::{Row, SqlitePool};
 
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresUsageStore;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Usage {
     pub accesses: u64,

@@ -8,10 +8,14 @@ use mnemo_domain::{SubjectId, TenantId};
 use crate::{CryptoError, DataKey, KeyRef};
 
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
 pub use memory::MemorySubjectKeyStore;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresSubjectKeyStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteSubjectKeyStore;
 

@@ -14,20 +14,22 @@ pub fn subject(raw: &str) -> SubjectId {
     SubjectId::parse(raw).unwrap()
 }
 
-/// A store plus whatever must outlive it (the temp dir of a database file).
+/// A store plus whatever must outlive it (the temp dir of a database file,
+/// a test database).
 pub struct Fixture {
     pub store: Arc<dyn SubjectKeyStore>,
-    _dir: Option<tempfile::TempDir>,
+    _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 pub async fn memory() -> Fixture {
     Fixture {
         store: Arc::new(MemorySubjectKeyStore::new()),
-        _dir: None,
+        _keep: None,
     }
 }
 
 #[cfg(feature = "sqlite")]
+#[allow(unused_imports)]
 pub use sqlite::*;
 
 #[cfg(feature = "sqlite")]
@@ -75,7 +77,32 @@ mod sqlite {
                 pool,
                 Arc::new(MasterKey::generate()),
             )),
-            _dir: Some(dir),
+            _keep: Some(Box::new(dir)),
+        }
+    }
+}
+
+#[cfg(feature = "postgres")]
+#[allow(unused_imports)]
+pub use postgres::*;
+
+#[cfg(feature = "postgres")]
+mod postgres {
+    use std::sync::Arc;
+
+    use mnemo_crypto::{MasterKey, PostgresSubjectKeyStore};
+    use mnemo_pg::testsupport::TestDatabase;
+
+    use super::Fixture;
+
+    pub async fn postgres() -> Fixture {
+        let db = TestDatabase::new().await;
+        Fixture {
+            store: Arc::new(PostgresSubjectKeyStore::new(
+                db.tenant_pool(),
+                Arc::new(MasterKey::generate()),
+            )),
+            _keep: Some(Box::new(db)),
         }
     }
 }

@@ -1,0 +1,165 @@
+use std::fmt;
+use std::sync::Arc;
+
+use mnemo_domain::{SubjectId, TenantId};
+use mnemo_pg::{PgError, TenantPool};
+
+use super::SubjectKeyStore;
+use crate::data_key::new_key_id;
+use crate::{CryptoError, DataKey, KeyRef, MasterKey};
+
+/// Data keys in the `subject_keys` table (migration
+/// `migrations/postgres/0002_subject_keys.sql`), wrapped by the master key,
+/// read and written only in tenant-scoped transactions of the application
+/// role, so row-level security keeps each tenant to its own keys.
+///
+/// `destroy` deletes the row. PostgreSQL keeps the dead tuple's bytes in the
+/// table file until vacuum reuses the space, and in WAL and backups for
+/// their retention: the wrapped key stays unreadable without the master key,
+/// and `docs/postgres.md` says how to shorten that window.
+pub struct PostgresSubjectKeyStore {
+    pool: TenantPool,
+    master: Arc<MasterKey>,
+}
+
+fn store_error(error: PgError) -> CryptoError {
+    CryptoError::Store(Box::new(error))
+}
+
+impl PostgresSubjectKeyStore {
+    pub fn new(pool: TenantPool, master: Arc<MasterKey>) -> Self {
+        Self { pool, master }
+    }
+
+    fn unwrap_row(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        key_id: &str,
+        wrapped: &[u8],
+        master_key_id: &str,
+    ) -> Result<DataKey, CryptoError> {
+        // Compared first so a wrong master key gets its own clear error
+        // instead of looking like corruption.
+        let current = self.master.id();
+        if master_key_id != current {
+            return Err(CryptoError::WrongMasterKey {
+                key_id: key_id.to_owned(),
+                stored: master_key_id.to_owned(),
+                current,
+            });
+        }
+        self.master
+            .unwrap_data_key(tenant, subject, key_id, wrapped)
+    }
+
+    fn key_ref(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        row: (String, Vec<u8>, String),
+    ) -> Result<KeyRef, CryptoError> {
+        let (key_id, wrapped, master_key_id) = row;
+        let key = self.unwrap_row(tenant, subject, &key_id, &wrapped, &master_key_id)?;
+        Ok(KeyRef {
+            key_id,
+            key: Arc::new(key),
+        })
+    }
+}
+
+impl fmt::Debug for PostgresSubjectKeyStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresSubjectKeyStore")
+            .field("master_key_id", &self.master.id())
+            .finish_non_exhaustive()
+    }
+}
+
+const LIVE: &str = "SELECT key_id, wrapped_key, master_key_id FROM subject_keys \
+                    WHERE tenant_id = $1 AND subject_id = $2";
+
+#[async_trait::async_trait]
+impl SubjectKeyStore for PostgresSubjectKeyStore {
+    async fn get_or_create(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<KeyRef, CryptoError> {
+        let mut tx = self.pool.begin(tenant).await.map_err(store_error)?;
+        let live: Option<(String, Vec<u8>, String)> = sqlx::query_as(LIVE)
+            .bind(tenant.as_str())
+            .bind(subject.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+        if let Some(row) = live {
+            tx.commit().await?;
+            return self.key_ref(tenant, subject, row);
+        }
+        let key_id = new_key_id();
+        let key = DataKey::generate();
+        let wrapped = self.master.wrap_data_key(tenant, subject, &key_id, &key)?;
+        // A concurrent first use inserts the same primary key: this insert
+        // waits for it, then does nothing, and the read below (a new
+        // statement, so a new snapshot under READ COMMITTED) returns the
+        // row that won to everybody.
+        sqlx::query(
+            "INSERT INTO subject_keys (tenant_id, subject_id, key_id, wrapped_key, master_key_id) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+        )
+        .bind(tenant.as_str())
+        .bind(subject.as_str())
+        .bind(&key_id)
+        .bind(&wrapped)
+        .bind(self.master.id())
+        .execute(&mut *tx)
+        .await?;
+        let row: Option<(String, Vec<u8>, String)> = sqlx::query_as(LIVE)
+            .bind(tenant.as_str())
+            .bind(subject.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        let row = row.ok_or_else(|| {
+            // Only reachable if the row was destroyed in between, or a
+            // random key id collided (the insert was then skipped).
+            CryptoError::Store("subject key vanished right after creation".into())
+        })?;
+        self.key_ref(tenant, subject, row)
+    }
+
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        key_id: &str,
+    ) -> Result<Option<Arc<DataKey>>, CryptoError> {
+        let mut tx = self.pool.begin(tenant).await.map_err(store_error)?;
+        let row: Option<(Vec<u8>, String)> = sqlx::query_as(
+            "SELECT wrapped_key, master_key_id FROM subject_keys \
+             WHERE tenant_id = $1 AND subject_id = $2 AND key_id = $3",
+        )
+        .bind(tenant.as_str())
+        .bind(subject.as_str())
+        .bind(key_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        row.map(|(wrapped, master_key_id)| {
+            self.unwrap_row(tenant, subject, key_id, &wrapped, &master_key_id)
+                .map(Arc::new)
+        })
+        .transpose()
+    }
+
+    async fn destroy(&self, tenant: &TenantId, subject: &SubjectId) -> Result<u32, CryptoError> {
+        let mut tx = self.pool.begin(tenant).await.map_err(store_error)?;
+        let done = sqlx::query("DELETE FROM subject_keys WHERE tenant_id = $1 AND subject_id = $2")
+            .bind(tenant.as_str())
+            .bind(subject.as_str())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(u32::try_from(done.rows_affected()).unwrap_or(u32::MAX))
+    }
+}

@@ -1,0 +1,253 @@
+//! PostgreSQL adapter of the memory read model (table in
+//! `migrations/postgres/0003_read_model.sql`).
+//!
+//! Tenant calls run in tenant-scoped transactions of the application role,
+//! so row-level security filters every statement a second time.
+//! [`MemoryReadModel::subjects`], the forgetter's pass over all tenants,
+//! reads through the system role, which may see the `tenant_id` and
+//! `subject_id` columns of every row and nothing else.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use mnemo_domain::{
+    AgentId, Memory, MemoryId, MemoryKind, MemoryState, Provenance, SessionId, SubjectId,
+    SubjectText, TenantId,
+};
+use mnemo_pg::{PgError, SystemPool, TenantPool};
+use sqlx::postgres::PgRow;
+use sqlx::types::Json;
+use sqlx::Row;
+
+use crate::{MemoryFilter, MemoryReadModel, ReadModelError};
+
+#[derive(Clone)]
+pub struct PostgresMemoryReadModel {
+    tenant: TenantPool,
+    system: SystemPool,
+}
+
+impl PostgresMemoryReadModel {
+    /// `tenant` logs in as the application role, `system` as the system
+    /// role (see `mnemo_pg`); the schema must be migrated.
+    pub fn new(tenant: TenantPool, system: SystemPool) -> Self {
+        PostgresMemoryReadModel { tenant, system }
+    }
+}
+
+fn backend(error: sqlx::Error) -> ReadModelError {
+    ReadModelError::Backend(error.to_string())
+}
+
+fn pg(error: PgError) -> ReadModelError {
+    ReadModelError::Backend(error.to_string())
+}
+
+const COLUMNS: &str = "memory_id, subject_id, kind, content, tags, confidence, importance, \
+     state, version, provenance, session_id, agent_id, reinforcements, superseded_by, \
+     created_at, updated_at";
+
+fn decode(row: &PgRow) -> Result<Memory, ReadModelError> {
+    let corrupt = |what: &str| ReadModelError::Corrupt(what.to_owned());
+    let id: String = row.get("memory_id");
+    let subject: String = row.get("subject_id");
+    let kind: String = row.get("kind");
+    let state: String = row.get("state");
+    let session: Option<String> = row.get("session_id");
+    let agent: Option<String> = row.get("agent_id");
+    let superseded_by: Option<String> = row.get("superseded_by");
+    let version: i64 = row.get("version");
+    let reinforcements: i64 = row.get("reinforcements");
+    let Json(provenance): Json<Provenance> = row
+        .try_get("provenance")
+        .map_err(|_| corrupt("provenance"))?;
+    Ok(Memory {
+        id: MemoryId::parse(&id).map_err(|_| corrupt("memory_id"))?,
+        subject: SubjectId::parse(subject).map_err(|_| corrupt("subject_id"))?,
+        kind: MemoryKind::parse(&kind).ok_or_else(|| corrupt("kind"))?,
+        content: SubjectText::Text(row.get("content")),
+        tags: row.get("tags"),
+        confidence: row.get("confidence"),
+        importance: row.get("importance"),
+        state: MemoryState::parse(&state).ok_or_else(|| corrupt("state"))?,
+        version: u64::try_from(version).map_err(|_| corrupt("version"))?,
+        provenance,
+        session: session
+            .map(SessionId::parse)
+            .transpose()
+            .map_err(|_| corrupt("session_id"))?,
+        agent: agent
+            .map(AgentId::parse)
+            .transpose()
+            .map_err(|_| corrupt("agent_id"))?,
+        reinforcements: u32::try_from(reinforcements).map_err(|_| corrupt("reinforcements"))?,
+        superseded_by: superseded_by
+            .map(|id| MemoryId::parse(&id))
+            .transpose()
+            .map_err(|_| corrupt("superseded_by"))?,
+        created_at: row.get::<DateTime<Utc>, _>("created_at"),
+        updated_at: row.get::<DateTime<Utc>, _>("updated_at"),
+    })
+}
+
+#[async_trait]
+impl MemoryReadModel for PostgresMemoryReadModel {
+    async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError> {
+        let Some(content) = memory.content.as_text() else {
+            return Err(ReadModelError::ErasedContent);
+        };
+        let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
+        // Only a newer version replaces the row, so a redelivered or
+        // reordered event cannot move a memory back in time.
+        sqlx::query(
+            "INSERT INTO memories (tenant_id, memory_id, subject_id, kind, content, tags, confidence, \
+             importance, state, version, provenance, session_id, agent_id, reinforcements, superseded_by, \
+             created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+             ON CONFLICT (tenant_id, memory_id) DO UPDATE SET kind = excluded.kind, \
+             content = excluded.content, tags = excluded.tags, confidence = excluded.confidence, \
+             importance = excluded.importance, state = excluded.state, version = excluded.version, \
+             provenance = excluded.provenance, reinforcements = excluded.reinforcements, \
+             superseded_by = excluded.superseded_by, updated_at = excluded.updated_at \
+             WHERE excluded.version > memories.version",
+        )
+        .bind(tenant.as_str())
+        .bind(memory.id.to_string())
+        .bind(memory.subject.as_str())
+        .bind(memory.kind.as_str())
+        .bind(content)
+        .bind(&memory.tags)
+        .bind(memory.confidence)
+        .bind(memory.importance)
+        .bind(memory.state.as_str())
+        .bind(memory.version as i64)
+        .bind(Json(&memory.provenance))
+        .bind(memory.session.as_ref().map(SessionId::as_str))
+        .bind(memory.agent.as_ref().map(AgentId::as_str))
+        .bind(i64::from(memory.reinforcements))
+        .bind(memory.superseded_by.map(|id| id.to_string()))
+        .bind(memory.created_at)
+        .bind(memory.updated_at)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend)?;
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn remove(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), ReadModelError> {
+        let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
+        sqlx::query("DELETE FROM memories WHERE tenant_id = $1 AND memory_id = $2")
+            .bind(tenant.as_str())
+            .bind(id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        tx.commit().await.map_err(backend)
+    }
+
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        id: &MemoryId,
+    ) -> Result<Option<Memory>, ReadModelError> {
+        let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
+        let row = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM memories WHERE tenant_id = $1 AND memory_id = $2"
+        ))
+        .bind(tenant.as_str())
+        .bind(id.to_string())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        row.as_ref().map(decode).transpose()
+    }
+
+    async fn list(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        filter: &MemoryFilter,
+    ) -> Result<Vec<Memory>, ReadModelError> {
+        let mut builder =
+            sqlx::QueryBuilder::new(format!("SELECT {COLUMNS} FROM memories WHERE tenant_id = "));
+        builder.push_bind(tenant.as_str());
+        builder
+            .push(" AND subject_id = ")
+            .push_bind(subject.as_str());
+        if !filter.kinds.is_empty() {
+            let kinds: Vec<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
+            builder.push(" AND kind = ANY(").push_bind(kinds).push(")");
+        }
+        if filter.states.is_empty() {
+            builder.push(" AND state <> 'deleted'");
+        } else {
+            let states: Vec<&str> = filter.states.iter().map(|s| s.as_str()).collect();
+            builder
+                .push(" AND state = ANY(")
+                .push_bind(states)
+                .push(")");
+        }
+        if !filter.tags.is_empty() {
+            builder.push(" AND tags @> ").push_bind(filter.tags.clone());
+        }
+        if let Some(before) = filter.before {
+            builder
+                .push(" AND memory_id < ")
+                .push_bind(before.to_string());
+        }
+        builder
+            .push(" ORDER BY memory_id DESC LIMIT ")
+            .push_bind(i64::from(filter.limit.max(1)));
+        let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
+        let rows = builder.build().fetch_all(&mut *tx).await.map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        rows.iter().map(decode).collect()
+    }
+
+    async fn subjects(
+        &self,
+        after: Option<(TenantId, SubjectId)>,
+        limit: u32,
+    ) -> Result<Vec<(TenantId, SubjectId)>, ReadModelError> {
+        let (tenant, subject) = after
+            .map(|(t, s)| (t.to_string(), s.to_string()))
+            .unwrap_or_default();
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT DISTINCT tenant_id, subject_id FROM memories \
+             WHERE (tenant_id, subject_id) > ($1, $2) \
+             ORDER BY tenant_id, subject_id LIMIT $3",
+        )
+        .bind(tenant)
+        .bind(subject)
+        .bind(i64::from(limit.max(1)))
+        .fetch_all(self.system.pool())
+        .await
+        .map_err(backend)?;
+        rows.into_iter()
+            .map(|(tenant, subject)| {
+                Ok((
+                    TenantId::parse(tenant)
+                        .map_err(|_| ReadModelError::Corrupt("tenant_id".into()))?,
+                    SubjectId::parse(subject)
+                        .map_err(|_| ReadModelError::Corrupt("subject_id".into()))?,
+                ))
+            })
+            .collect()
+    }
+
+    async fn delete_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, ReadModelError> {
+        let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
+        let deleted = sqlx::query("DELETE FROM memories WHERE tenant_id = $1 AND subject_id = $2")
+            .bind(tenant.as_str())
+            .bind(subject.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        Ok(deleted.rows_affected())
+    }
+}

@@ -1,0 +1,177 @@
+//! The message buffer in PostgreSQL (table `consolidation_buffer`,
+//! `migrations/postgres/0004_consumer_state.sql`). Tenant calls run in
+//! tenant-scoped transactions of the application role; the idle scan,
+//! which spans tenants, reads through the system role, which sees which
+//! conversations wait and since when, never which messages.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use mnemo_domain::{EventId, SubjectId, TenantId};
+use mnemo_pg::{PgError, SystemPool, TenantPool};
+
+use super::{BufferError, Conversation, MessageBuffer};
+
+pub struct PostgresMessageBuffer {
+    tenant: TenantPool,
+    system: SystemPool,
+}
+
+impl PostgresMessageBuffer {
+    pub fn new(tenant: TenantPool, system: SystemPool) -> Self {
+        PostgresMessageBuffer { tenant, system }
+    }
+}
+
+fn failed(error: sqlx::Error) -> BufferError {
+    BufferError(error.to_string())
+}
+
+fn pg(error: PgError) -> BufferError {
+    BufferError(error.to_string())
+}
+
+fn conversation(
+    tenant: String,
+    subject: String,
+    session: String,
+) -> Result<Conversation, BufferError> {
+    Ok(Conversation {
+        tenant: TenantId::parse(tenant).map_err(|e| BufferError(e.to_string()))?,
+        subject: SubjectId::parse(subject).map_err(|e| BufferError(e.to_string()))?,
+        session,
+    })
+}
+
+#[async_trait]
+impl MessageBuffer for PostgresMessageBuffer {
+    async fn add(
+        &self,
+        conversation: &Conversation,
+        event_id: EventId,
+        position: i64,
+    ) -> Result<usize, BufferError> {
+        let mut tx = self.tenant.begin(&conversation.tenant).await.map_err(pg)?;
+        sqlx::query(
+            "INSERT INTO consolidation_buffer (tenant_id, subject_id, session_id, event_id, position, buffered_at) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+        )
+        .bind(conversation.tenant.as_str())
+        .bind(conversation.subject.as_str())
+        .bind(&conversation.session)
+        .bind(event_id.to_string())
+        .bind(position)
+        .bind(Utc::now())
+        .execute(&mut *tx)
+        .await
+        .map_err(failed)?;
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM consolidation_buffer \
+             WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND NOT done",
+        )
+        .bind(conversation.tenant.as_str())
+        .bind(conversation.subject.as_str())
+        .bind(&conversation.session)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(failed)?;
+        tx.commit().await.map_err(failed)?;
+        Ok(count as usize)
+    }
+
+    async fn batch(
+        &self,
+        conversation: &Conversation,
+        limit: usize,
+    ) -> Result<Vec<EventId>, BufferError> {
+        let mut tx = self.tenant.begin(&conversation.tenant).await.map_err(pg)?;
+        let rows: Vec<String> = sqlx::query_scalar(
+            "SELECT event_id FROM consolidation_buffer \
+             WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND NOT done \
+             ORDER BY position LIMIT $4",
+        )
+        .bind(conversation.tenant.as_str())
+        .bind(conversation.subject.as_str())
+        .bind(&conversation.session)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(failed)?;
+        tx.commit().await.map_err(failed)?;
+        rows.iter()
+            .map(|id| EventId::parse(id).map_err(|e| BufferError(e.to_string())))
+            .collect()
+    }
+
+    async fn remove(&self, tenant: &TenantId, event_ids: &[EventId]) -> Result<(), BufferError> {
+        let ids: Vec<String> = event_ids.iter().map(ToString::to_string).collect();
+        let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
+        sqlx::query(
+            "UPDATE consolidation_buffer SET done = true WHERE tenant_id = $1 AND event_id = ANY($2)",
+        )
+        .bind(tenant.as_str())
+        .bind(ids)
+        .execute(&mut *tx)
+        .await
+        .map_err(failed)?;
+        tx.commit().await.map_err(failed)
+    }
+
+    async fn idle(
+        &self,
+        quiet_since: DateTime<Utc>,
+    ) -> Result<Vec<(Conversation, DateTime<Utc>)>, BufferError> {
+        let rows: Vec<(String, String, String, DateTime<Utc>)> = sqlx::query_as(
+            "SELECT tenant_id, subject_id, session_id, MAX(buffered_at) AS last \
+             FROM consolidation_buffer WHERE NOT done \
+             GROUP BY tenant_id, subject_id, session_id HAVING MAX(buffered_at) < $1",
+        )
+        .bind(quiet_since)
+        .fetch_all(self.system.pool())
+        .await
+        .map_err(failed)?;
+        rows.into_iter()
+            .map(|(tenant, subject, session, last)| {
+                Ok((conversation(tenant, subject, session)?, last))
+            })
+            .collect()
+    }
+
+    async fn conversations(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<Vec<Conversation>, BufferError> {
+        let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
+        let rows: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT DISTINCT tenant_id, subject_id, session_id FROM consolidation_buffer \
+             WHERE tenant_id = $1 AND subject_id = $2 AND NOT done",
+        )
+        .bind(tenant.as_str())
+        .bind(subject.as_str())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(failed)?;
+        tx.commit().await.map_err(failed)?;
+        rows.into_iter()
+            .map(|(tenant, subject, session)| conversation(tenant, subject, session))
+            .collect()
+    }
+
+    async fn delete_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, BufferError> {
+        let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
+        let deleted = sqlx::query(
+            "DELETE FROM consolidation_buffer WHERE tenant_id = $1 AND subject_id = $2",
+        )
+        .bind(tenant.as_str())
+        .bind(subject.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(failed)?;
+        tx.commit().await.map_err(failed)?;
+        Ok(deleted.rows_affected())
+    }
+}

@@ -1,0 +1,180 @@
+//! The message buffer cases, run on the SQLite and PostgreSQL buffers.
+
+use std::sync::Arc;
+
+use chrono::{Duration, Utc};
+use mnemo_consolidator::buffer::{Conversation, MessageBuffer};
+use mnemo_domain::{EventId, SubjectId, TenantId};
+
+fn conversation(tenant: &str, subject: &str, session: &str) -> Conversation {
+    Conversation {
+        tenant: TenantId::parse(tenant).unwrap(),
+        subject: SubjectId::parse(subject).unwrap(),
+        session: session.to_owned(),
+    }
+}
+
+async fn adds_once_and_batches_in_log_order(buffer: &dyn MessageBuffer) {
+    let c = conversation("t1", "s1", "chat");
+    let (a, b, later) = (EventId::new(), EventId::new(), EventId::new());
+    assert_eq!(buffer.add(&c, later, 30).await.unwrap(), 1);
+    assert_eq!(buffer.add(&c, a, 10).await.unwrap(), 2);
+    // A redelivered message is not buffered twice.
+    assert_eq!(buffer.add(&c, a, 10).await.unwrap(), 2);
+    assert_eq!(buffer.add(&c, b, 20).await.unwrap(), 3);
+    assert_eq!(buffer.batch(&c, 10).await.unwrap(), vec![a, b, later]);
+    assert_eq!(buffer.batch(&c, 2).await.unwrap(), vec![a, b]);
+    // Another session of the same subject is another conversation.
+    let other = conversation("t1", "s1", "");
+    assert!(buffer.batch(&other, 10).await.unwrap().is_empty());
+}
+
+async fn removed_messages_leave_the_batch_and_are_not_buffered_again(buffer: &dyn MessageBuffer) {
+    let c = conversation("t1", "s1", "chat");
+    let (a, b) = (EventId::new(), EventId::new());
+    buffer.add(&c, a, 1).await.unwrap();
+    buffer.add(&c, b, 2).await.unwrap();
+    buffer.remove(&c.tenant, &[a]).await.unwrap();
+    assert_eq!(buffer.batch(&c, 10).await.unwrap(), vec![b]);
+    // A replay of a consolidated message does nothing.
+    assert_eq!(buffer.add(&c, a, 1).await.unwrap(), 1);
+    assert_eq!(buffer.batch(&c, 10).await.unwrap(), vec![b]);
+    // Removing under another tenant touches nothing.
+    buffer
+        .remove(&TenantId::parse("t2").unwrap(), &[b])
+        .await
+        .unwrap();
+    assert_eq!(buffer.batch(&c, 10).await.unwrap(), vec![b]);
+}
+
+async fn idle_conversations_span_tenants_and_skip_finished_ones(buffer: &dyn MessageBuffer) {
+    let waiting_1 = conversation("t1", "s1", "chat");
+    let waiting_2 = conversation("t2", "s1", "chat");
+    let finished = conversation("t1", "s2", "chat");
+    buffer.add(&waiting_1, EventId::new(), 1).await.unwrap();
+    buffer.add(&waiting_2, EventId::new(), 2).await.unwrap();
+    let done = EventId::new();
+    buffer.add(&finished, done, 3).await.unwrap();
+    buffer.remove(&finished.tenant, &[done]).await.unwrap();
+
+    assert!(buffer
+        .idle(Utc::now() - Duration::hours(1))
+        .await
+        .unwrap()
+        .is_empty());
+    let mut idle = buffer
+        .idle(Utc::now() + Duration::seconds(1))
+        .await
+        .unwrap();
+    idle.sort();
+    let conversations: Vec<_> = idle.iter().map(|(c, _)| c.clone()).collect();
+    assert_eq!(conversations, vec![waiting_1, waiting_2]);
+    let (_, last) = &idle[0];
+    assert!((Utc::now() - *last) < Duration::minutes(1));
+}
+
+async fn conversations_and_deletion_stay_within_tenant_and_subject(buffer: &dyn MessageBuffer) {
+    let t1 = TenantId::parse("t1").unwrap();
+    let s1 = SubjectId::parse("s1").unwrap();
+    let chat = conversation("t1", "s1", "chat");
+    let mail = conversation("t1", "s1", "mail");
+    let neighbour = conversation("t1", "s2", "chat");
+    let foreign = conversation("t2", "s1", "chat");
+    for (i, c) in [&chat, &chat, &mail, &neighbour, &foreign]
+        .iter()
+        .enumerate()
+    {
+        buffer.add(c, EventId::new(), i as i64).await.unwrap();
+    }
+    let mut listed = buffer.conversations(&t1, &s1).await.unwrap();
+    listed.sort();
+    assert_eq!(listed, vec![chat.clone(), mail]);
+
+    assert_eq!(buffer.delete_subject(&t1, &s1).await.unwrap(), 3);
+    assert!(buffer.conversations(&t1, &s1).await.unwrap().is_empty());
+    assert_eq!(buffer.batch(&neighbour, 10).await.unwrap().len(), 1);
+    assert_eq!(buffer.batch(&foreign, 10).await.unwrap().len(), 1);
+}
+
+macro_rules! buffer_cases {
+    ($module:ident, $fixture:path) => {
+        mod $module {
+            #[tokio::test]
+            async fn adds_once_and_batches_in_log_order() {
+                let (_guard, buffer) = $fixture().await;
+                super::adds_once_and_batches_in_log_order(buffer.as_ref()).await;
+            }
+            #[tokio::test]
+            async fn removed_messages_leave_the_batch_and_are_not_buffered_again() {
+                let (_guard, buffer) = $fixture().await;
+                super::removed_messages_leave_the_batch_and_are_not_buffered_again(buffer.as_ref())
+                    .await;
+            }
+            #[tokio::test]
+            async fn idle_conversations_span_tenants_and_skip_finished_ones() {
+                let (_guard, buffer) = $fixture().await;
+                super::idle_conversations_span_tenants_and_skip_finished_ones(buffer.as_ref())
+                    .await;
+            }
+            #[tokio::test]
+            async fn conversations_and_deletion_stay_within_tenant_and_subject() {
+                let (_guard, buffer) = $fixture().await;
+                super::conversations_and_deletion_stay_within_tenant_and_subject(buffer.as_ref())
+                    .await;
+            }
+        }
+    };
+}
+
+async fn sqlite_buffer() -> (tempfile::TempDir, Arc<dyn MessageBuffer>) {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = mnemo_event_store::sqlite::connect(&dir.path().join("mnemo.db"))
+        .await
+        .unwrap();
+    (
+        dir,
+        Arc::new(mnemo_consolidator::buffer::SqliteMessageBuffer::new(pool)),
+    )
+}
+
+buffer_cases!(sqlite, super::sqlite_buffer);
+
+#[cfg(feature = "postgres")]
+async fn postgres_buffer() -> (mnemo_pg::testsupport::TestDatabase, Arc<dyn MessageBuffer>) {
+    let db = mnemo_pg::testsupport::TestDatabase::new().await;
+    let buffer =
+        mnemo_consolidator::buffer::PostgresMessageBuffer::new(db.tenant_pool(), db.system_pool());
+    (db, Arc::new(buffer))
+}
+
+#[cfg(feature = "postgres")]
+buffer_cases!(postgres, super::postgres_buffer);
+
+/// The system role's idle scan sees conversations, never message ids; the
+/// app role without a tenant sees nothing.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn the_database_limits_what_each_role_sees_of_the_buffer() {
+    use sqlx::Connection;
+    let (db, buffer) = postgres_buffer().await;
+    buffer
+        .add(&conversation("t1", "s1", "chat"), EventId::new(), 1)
+        .await
+        .unwrap();
+    let mut system = sqlx::PgConnection::connect_with(&db.options_as(mnemo_pg::SYSTEM_ROLE))
+        .await
+        .unwrap();
+    let error = sqlx::query("SELECT event_id FROM consolidation_buffer")
+        .fetch_all(&mut system)
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("permission denied"), "{error}");
+    let mut app = sqlx::PgConnection::connect_with(&db.options_as(mnemo_pg::APP_ROLE))
+        .await
+        .unwrap();
+    let visible: i64 = sqlx::query_scalar("SELECT count(*) FROM consolidation_buffer")
+        .fetch_one(&mut app)
+        .await
+        .unwrap();
+    assert_eq!(visible, 0);
+}
