@@ -37,6 +37,15 @@ pub enum ConfigError {
     Invalid { key: String, message: String },
 }
 
+fn check_postgres_url(key: &str, url: &str) -> Result<(), ConfigError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(())
+    } else {
+        // Never echo the value: it may hold a password.
+        Err(invalid(key, "a postgres:// URL"))
+    }
+}
+
 fn invalid(key: &str, message: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         key: key.to_owned(),
@@ -66,6 +75,36 @@ struct RawSettings {
     consolidation: RawPolicies<ConsolidationPolicy>,
     #[serde(default)]
     forgetting: RawForgetting,
+    #[serde(default)]
+    database: RawDatabase,
+    #[serde(default)]
+    kafka: RawKafka,
+    #[serde(default)]
+    qdrant: RawQdrant,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDatabase {
+    url: Option<String>,
+    system_url: Option<String>,
+    owner_url: Option<String>,
+    max_connections: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKafka {
+    brokers: Option<String>,
+    partitions: Option<i32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQdrant {
+    url: Option<String>,
+    api_key: Option<String>,
+    collection_prefix: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -235,6 +274,38 @@ pub struct ForgettingSettings {
     pub policies: Policies<ForgetPolicy>,
 }
 
+/// PostgreSQL instead of the data dir's SQLite file (see `docs/postgres.md`).
+/// URLs are secrets: they may carry passwords.
+#[derive(Debug, Clone)]
+pub struct DatabaseSettings {
+    /// The services' login (`mnemo_app`): tenant-scoped access only.
+    pub url: SecretString,
+    /// The relay's and the cross-tenant passes' login (`mnemo_system`).
+    /// None: the app URL with the user replaced by `mnemo_system`.
+    pub system_url: Option<SecretString>,
+    /// The owner's login, for `mnemo migrate` only.
+    pub owner_url: Option<SecretString>,
+    pub max_connections: u32,
+}
+
+/// Kafka instead of the in-process bus (see `docs/kafka.md`).
+#[derive(Debug, Clone)]
+pub struct KafkaSettings {
+    /// `host:port[,host:port…]`.
+    pub brokers: String,
+    /// Partitions of the topics mnemo creates when they are missing.
+    pub partitions: i32,
+}
+
+/// A Qdrant server instead of the data dir's qdrant-edge shard.
+#[derive(Debug, Clone)]
+pub struct QdrantSettings {
+    /// The gRPC endpoint, e.g. `http://qdrant:6334`.
+    pub url: String,
+    pub api_key: Option<SecretString>,
+    pub collection_prefix: String,
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub data_dir: PathBuf,
@@ -249,6 +320,12 @@ pub struct Settings {
     pub embedding: EmbeddingSettings,
     pub consolidation: Policies<ConsolidationPolicy>,
     pub forgetting: ForgettingSettings,
+    /// None: SQLite in the data dir.
+    pub database: Option<DatabaseSettings>,
+    /// None: the in-process bus.
+    pub kafka: Option<KafkaSettings>,
+    /// None: qdrant-edge in the data dir.
+    pub qdrant: Option<QdrantSettings>,
 }
 
 impl Settings {
@@ -262,6 +339,12 @@ impl Settings {
 
     pub fn database_file(&self) -> PathBuf {
         self.data_dir.join("mnemo.db")
+    }
+
+    /// Every store is shared (PostgreSQL, Kafka, Qdrant): nothing of the
+    /// process lives in the data dir, so several processes may run at once.
+    pub fn is_scale_out(&self) -> bool {
+        self.database.is_some() && self.kafka.is_some() && self.qdrant.is_some()
     }
 }
 
@@ -456,6 +539,80 @@ pub fn load_from(
         ));
     }
 
+    let raw_database = raw.database;
+    let database = match get("MNEMO_DATABASE_URL").or(raw_database.url) {
+        Some(url) => {
+            check_postgres_url("database.url (MNEMO_DATABASE_URL)", &url)?;
+            let system_url = get("MNEMO_DATABASE_SYSTEM_URL").or(raw_database.system_url);
+            let owner_url = get("MNEMO_DATABASE_OWNER_URL").or(raw_database.owner_url);
+            for (key, value) in [
+                (
+                    "database.system_url (MNEMO_DATABASE_SYSTEM_URL)",
+                    &system_url,
+                ),
+                ("database.owner_url (MNEMO_DATABASE_OWNER_URL)", &owner_url),
+            ] {
+                if let Some(url) = value {
+                    check_postgres_url(key, url)?;
+                }
+            }
+            let max_connections = raw_database.max_connections.unwrap_or(10);
+            if max_connections < 2 {
+                return Err(invalid("database.max_connections", "at least 2"));
+            }
+            Some(DatabaseSettings {
+                url: SecretString::from(url),
+                system_url: system_url.map(SecretString::from),
+                owner_url: owner_url.map(SecretString::from),
+                max_connections,
+            })
+        }
+        None => None,
+    };
+    let raw_kafka = raw.kafka;
+    let kafka = match get("MNEMO_KAFKA_BROKERS").or(raw_kafka.brokers) {
+        Some(brokers) if brokers.trim().is_empty() => None,
+        Some(brokers) => {
+            let partitions = match get("MNEMO_KAFKA_PARTITIONS") {
+                Some(raw) => raw.trim().parse::<i32>().ok(),
+                None => Some(raw_kafka.partitions.unwrap_or(6)),
+            }
+            .filter(|p| *p > 0)
+            .ok_or_else(|| {
+                invalid(
+                    "kafka.partitions (MNEMO_KAFKA_PARTITIONS)",
+                    "a positive integer",
+                )
+            })?;
+            Some(KafkaSettings {
+                brokers: brokers.trim().to_owned(),
+                partitions,
+            })
+        }
+        None => None,
+    };
+    let raw_qdrant = raw.qdrant;
+    let qdrant = match get("MNEMO_QDRANT_URL").or(raw_qdrant.url) {
+        Some(url) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(invalid(
+                    "qdrant.url (MNEMO_QDRANT_URL)",
+                    "an http:// or https:// URL of Qdrant's gRPC port (6334)",
+                ));
+            }
+            Some(QdrantSettings {
+                url,
+                api_key: get("MNEMO_QDRANT_API_KEY")
+                    .or(raw_qdrant.api_key)
+                    .map(SecretString::from),
+                collection_prefix: get("MNEMO_QDRANT_COLLECTION_PREFIX")
+                    .or(raw_qdrant.collection_prefix)
+                    .unwrap_or_else(|| "mnemo-".to_owned()),
+            })
+        }
+        None => None,
+    };
+
     let consolidation = Policies {
         default: raw.consolidation.default.unwrap_or_default(),
         tenants: raw.consolidation.tenants,
@@ -501,6 +658,9 @@ pub fn load_from(
         embedding,
         consolidation,
         forgetting,
+        database,
+        kafka,
+        qdrant,
     })
 }
 
@@ -519,6 +679,7 @@ fn read_file(path: &Path) -> Result<RawSettings, ConfigError> {
 mod tests {
     use super::*;
     use mnemo_pii::{Action, PiiKind};
+    use secrecy::ExposeSecret;
 
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs
@@ -614,6 +775,64 @@ mod tests {
             Duration::from_secs(2)
         );
         assert!(load_from(&Overrides::default(), &env(&[("MNEMO_EMBEDDER", "magic")])).is_err());
+    }
+
+    #[test]
+    fn scale_out_adapters_are_chosen_by_their_urls() {
+        let embedded = load_from(&Overrides::default(), &env(&[])).unwrap();
+        assert!(
+            embedded.database.is_none() && embedded.kafka.is_none() && embedded.qdrant.is_none()
+        );
+        let settings = load_from(
+            &Overrides::default(),
+            &env(&[
+                ("MNEMO_DATABASE_URL", "postgres://mnemo_app:pw@db/mnemo"),
+                (
+                    "MNEMO_DATABASE_OWNER_URL",
+                    "postgres://mnemo_owner:pw@db/mnemo",
+                ),
+                ("MNEMO_KAFKA_BROKERS", "k1:9092,k2:9092"),
+                ("MNEMO_QDRANT_URL", "http://qdrant:6334"),
+            ]),
+        )
+        .unwrap();
+        let database = settings.database.unwrap();
+        assert_eq!(
+            database.url.expose_secret(),
+            "postgres://mnemo_app:pw@db/mnemo"
+        );
+        assert!(database.system_url.is_none());
+        assert_eq!(database.max_connections, 10);
+        let kafka = settings.kafka.unwrap();
+        assert_eq!(
+            (kafka.brokers.as_str(), kafka.partitions),
+            ("k1:9092,k2:9092", 6)
+        );
+        assert_eq!(settings.qdrant.unwrap().collection_prefix, "mnemo-");
+        // A malformed URL is refused without echoing it (it may hold a password).
+        let error = load_from(
+            &Overrides::default(),
+            &env(&[("MNEMO_DATABASE_URL", "mysql://root:secret@db")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("MNEMO_DATABASE_URL") && !error.contains("secret"),
+            "{error}"
+        );
+        assert!(load_from(
+            &Overrides::default(),
+            &env(&[("MNEMO_QDRANT_URL", "qdrant:6334")])
+        )
+        .is_err());
+        assert!(load_from(
+            &Overrides::default(),
+            &env(&[
+                ("MNEMO_KAFKA_BROKERS", "k:9092"),
+                ("MNEMO_KAFKA_PARTITIONS", "0")
+            ])
+        )
+        .is_err());
     }
 
     #[test]

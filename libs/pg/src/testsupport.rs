@@ -71,6 +71,17 @@ impl TestDatabase {
         }
     }
 
+    /// A URL logging in as `role` (no password: the test server trusts
+    /// local logins), for processes and settings that take a URL.
+    pub fn url_as(&self, role: &str) -> String {
+        format!(
+            "postgres://{role}@{}:{}/{}",
+            self.admin.get_host(),
+            self.admin.get_port(),
+            self.name
+        )
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }

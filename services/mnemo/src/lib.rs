@@ -10,6 +10,7 @@ pub mod eval;
 pub mod forget;
 pub mod reindex;
 pub mod secrets;
+pub mod service;
 pub mod startup;
 
-pub use startup::Application;
+pub use startup::{Application, Roles};

@@ -40,7 +40,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     }
 
     let embedder = build_embedder(settings).await?;
-    let (log, pool) = open_log(settings).await?;
+    let (log, stores) = open_log(settings).await?;
     let space = embedder.space().clone();
     let name = collections.new_generation(&space.collection_name());
     collections.write_marker(
@@ -142,6 +142,6 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
              restart it (with this embedder's settings) to switch to {name}"
         );
     }
-    pool.close().await;
+    stores.close().await;
     Ok(())
 }

@@ -15,13 +15,15 @@ use async_trait::async_trait;
 use mnemo_auth::{JwtAlgorithm, PublicKey, Verifier, VerifierConfig};
 use mnemo_bus::in_process::InProcessBus;
 use mnemo_bus::relay::{RelayStats, SqliteCheckpointStore};
-use mnemo_bus::{run_consumer, run_record_consumer, topics, Bus, ConsumerOptions, Relay};
+use mnemo_bus::{
+    run_consumer, run_record_consumer, topics, Bus, CheckpointStore, ConsumerOptions, Relay,
+};
 use mnemo_config::Settings;
 use mnemo_consolidator::buffer::{MessageBuffer, SqliteMessageBuffer};
 use mnemo_consolidator::pipeline::Pipeline;
 use mnemo_consolidator::rules::RuleStrategy;
 use mnemo_consolidator::Consolidator;
-use mnemo_crypto::{MasterKey, SqliteSubjectKeyStore, SubjectCipher};
+use mnemo_crypto::{MasterKey, SqliteSubjectKeyStore, SubjectCipher, SubjectKeyStore};
 use mnemo_domain::events::ErasureStep;
 use mnemo_domain::{SubjectId, TenantId};
 use mnemo_embed::{EmbedSettings, Embedder, EmbedderKind};
@@ -283,19 +285,182 @@ pub fn build_verifier(settings: &Settings) -> anyhow::Result<Verifier> {
     .context("invalid auth settings")
 }
 
-/// The data dir's event log, opened for a tool running beside (or instead
-/// of) the server: the database, the master key and the subject keys.
-pub async fn open_log(settings: &Settings) -> anyhow::Result<(SealedLog, SqlitePool)> {
-    let pool = sqlite::connect(&settings.database_file())
-        .await
-        .context("cannot open the database")?;
+/// The stores behind the ports: SQLite in the data dir (embedded) or
+/// PostgreSQL (`MNEMO_DATABASE_URL`, scale-out).
+pub struct Stores {
+    pub store: Arc<dyn EventStore>,
+    pub keys: Arc<dyn SubjectKeyStore>,
+    pub checkpoints: Arc<dyn CheckpointStore>,
+    pub read_model: Arc<dyn MemoryReadModel>,
+    pub buffer: Arc<dyn MessageBuffer>,
+    pub usage: Arc<dyn UsageStore>,
+    backend: Backend,
+}
+
+enum Backend {
+    Sqlite(SqlitePool),
+    Postgres {
+        tenant: mnemo_pg::TenantPool,
+        system: mnemo_pg::SystemPool,
+    },
+}
+
+impl Stores {
+    pub async fn open(settings: &Settings, master: Arc<MasterKey>) -> anyhow::Result<Self> {
+        match &settings.database {
+            None => {
+                let pool = sqlite::connect(&settings.database_file())
+                    .await
+                    .context("cannot open the database")?;
+                Ok(Stores {
+                    store: Arc::new(SqliteEventStore::new(pool.clone()).await?),
+                    keys: Arc::new(SqliteSubjectKeyStore::new(pool.clone(), master)),
+                    checkpoints: Arc::new(SqliteCheckpointStore::new(pool.clone())),
+                    read_model: Arc::new(SqliteMemoryReadModel::new(pool.clone())),
+                    buffer: Arc::new(SqliteMessageBuffer::new(pool.clone())),
+                    usage: Arc::new(SqliteUsageStore::new(pool.clone())),
+                    backend: Backend::Sqlite(pool),
+                })
+            }
+            Some(database) => {
+                let app_url = database.url.expose_secret();
+                let system_url = match &database.system_url {
+                    Some(url) => url.expose_secret().to_owned(),
+                    None => with_user(app_url, mnemo_pg::SYSTEM_ROLE)?,
+                };
+                let tenant = mnemo_pg::TenantPool::connect(app_url, database.max_connections)
+                    .await
+                    .context("cannot connect to PostgreSQL as the application role")?;
+                // The relay's notification listener holds one connection.
+                let system = mnemo_pg::SystemPool::connect(&system_url, 4)
+                    .await
+                    .context("cannot connect to PostgreSQL as the system role")?;
+                Ok(Stores {
+                    store: Arc::new(mnemo_event_store::postgres::PostgresEventStore::new(
+                        tenant.clone(),
+                        system.clone(),
+                    )),
+                    keys: Arc::new(mnemo_crypto::PostgresSubjectKeyStore::new(
+                        tenant.clone(),
+                        master,
+                    )),
+                    checkpoints: Arc::new(mnemo_bus::postgres::PostgresCheckpointStore::new(
+                        system.clone(),
+                    )),
+                    read_model: Arc::new(mnemo_read_model::postgres::PostgresMemoryReadModel::new(
+                        tenant.clone(),
+                        system.clone(),
+                    )),
+                    buffer: Arc::new(mnemo_consolidator::buffer::PostgresMessageBuffer::new(
+                        tenant.clone(),
+                        system.clone(),
+                    )),
+                    usage: Arc::new(mnemo_forgetter::usage::PostgresUsageStore::new(
+                        tenant.clone(),
+                    )),
+                    backend: Backend::Postgres { tenant, system },
+                })
+            }
+        }
+    }
+
+    /// The erasure step for the read model (run last: on SQLite it also
+    /// truncates the write-ahead log, after every delete).
+    fn read_model_erasure(&self) -> Arc<dyn ErasureTarget> {
+        match &self.backend {
+            Backend::Sqlite(pool) => Arc::new(SqliteReadModelErasure {
+                read_model: self.read_model.clone(),
+                pool: pool.clone(),
+            }),
+            Backend::Postgres { .. } => Arc::new(PostgresReadModelErasure {
+                read_model: self.read_model.clone(),
+            }),
+        }
+    }
+
+    async fn ping(&self) -> Result<(), String> {
+        let result = match &self.backend {
+            Backend::Sqlite(pool) => sqlx::query("SELECT 1").execute(pool).await.map(|_| ()),
+            Backend::Postgres { system, .. } => sqlx::query("SELECT 1")
+                .execute(system.pool())
+                .await
+                .map(|_| ()),
+        };
+        result.map_err(|e| e.to_string())
+    }
+
+    /// The in-process bus keeps its topics in SQLite: the data dir's
+    /// database, also when the log is in PostgreSQL (one process only).
+    async fn in_process_bus(&self, settings: &Settings) -> anyhow::Result<InProcessBus> {
+        let pool = match &self.backend {
+            Backend::Sqlite(pool) => pool.clone(),
+            Backend::Postgres { .. } => {
+                std::fs::create_dir_all(&settings.data_dir)?;
+                sqlite::connect(&settings.database_file()).await?
+            }
+        };
+        Ok(InProcessBus::new(pool, settings.bus_partitions))
+    }
+
+    pub async fn close(&self) {
+        match &self.backend {
+            Backend::Sqlite(pool) => pool.close().await,
+            Backend::Postgres { tenant, system } => {
+                tenant.close().await;
+                system.close().await;
+            }
+        }
+    }
+}
+
+/// `postgres://app@host/db` → `postgres://mnemo_system@host/db` (same host,
+/// database and options; no password: give `MNEMO_DATABASE_SYSTEM_URL`
+/// when the system role needs one).
+fn with_user(url: &str, user: &str) -> anyhow::Result<String> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .context("the database URL has no scheme")?;
+    let host_and_rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    Ok(format!("{scheme}://{user}@{host_and_rest}"))
+}
+
+/// The erasure step for the PostgreSQL read model: the rows are deleted;
+/// their bytes leave the disk with vacuum (see docs/postgres.md).
+struct PostgresReadModelErasure {
+    read_model: Arc<dyn MemoryReadModel>,
+}
+
+#[async_trait]
+impl ErasureTarget for PostgresReadModelErasure {
+    async fn erase_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<ErasureStep, String> {
+        let deleted = self
+            .read_model
+            .delete_subject(tenant, subject)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(ErasureStep {
+            store: "memory_read_model".to_owned(),
+            action: "rows_deleted".to_owned(),
+            count: deleted,
+            note: None,
+        })
+    }
+}
+
+/// The event log, opened for a tool running beside (or instead of) the
+/// server, with the stores it lives in (close them when done).
+pub async fn open_log(settings: &Settings) -> anyhow::Result<(SealedLog, Stores)> {
     let master = Arc::new(load_master_key(settings)?);
-    let store: Arc<dyn EventStore> = Arc::new(SqliteEventStore::new(pool.clone()).await?);
-    let keys = Arc::new(SqliteSubjectKeyStore::new(pool.clone(), master));
-    Ok((
-        SealedLog::new(store, Arc::new(SubjectCipher::new(keys))),
-        pool,
-    ))
+    let stores = Stores::open(settings, master).await?;
+    let log = SealedLog::new(
+        stores.store.clone(),
+        Arc::new(SubjectCipher::new(stores.keys.clone())),
+    );
+    Ok((log, stores))
 }
 
 /// Loads the configured master key, or the data dir's (created on first start).
@@ -303,6 +468,12 @@ pub fn load_master_key(settings: &Settings) -> anyhow::Result<MasterKey> {
     if let Some(encoded) = &settings.master_key {
         return MasterKey::from_base64(encoded.expose_secret()).context("invalid master key");
     }
+    // Processes sharing PostgreSQL must share one key; a key generated per
+    // host would make every other host's subject content unreadable.
+    anyhow::ensure!(
+        settings.database.is_none(),
+        "set MNEMO_MASTER_KEY (base64, 32 bytes): services sharing PostgreSQL need one master key"
+    );
     let path = settings.master_key_file();
     let (key, created) = MasterKey::load_or_generate(&path)
         .with_context(|| format!("cannot load master key {}", path.display()))?;
@@ -312,6 +483,82 @@ pub fn load_master_key(settings: &Settings) -> anyhow::Result<MasterKey> {
         tracing::info!(path = %path.display(), key_id = %key.id(), "loaded master key");
     }
     Ok(key)
+}
+
+/// Which parts of mnemo a process runs: all of them (`mnemo serve`) or one
+/// service of the scale-out deployment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Roles {
+    /// The write API (messages, memories, erasure requests).
+    pub ingest: bool,
+    /// The read API and the projections it reads.
+    pub retriever: bool,
+    pub consolidator: bool,
+    /// Erasure, access signals and the retention pass.
+    pub forgetter: bool,
+    /// Publishes the log to the bus; runs beside ingest, the writer.
+    pub relay: bool,
+}
+
+impl Roles {
+    pub const ALL: Roles = Roles {
+        ingest: true,
+        retriever: true,
+        consolidator: true,
+        forgetter: true,
+        relay: true,
+    };
+    const NONE: Roles = Roles {
+        ingest: false,
+        retriever: false,
+        consolidator: false,
+        forgetter: false,
+        relay: false,
+    };
+    pub const INGEST: Roles = Roles {
+        ingest: true,
+        relay: true,
+        ..Roles::NONE
+    };
+    pub const RETRIEVER: Roles = Roles {
+        retriever: true,
+        ..Roles::NONE
+    };
+    pub const CONSOLIDATOR: Roles = Roles {
+        consolidator: true,
+        ..Roles::NONE
+    };
+    pub const FORGETTER: Roles = Roles {
+        forgetter: true,
+        ..Roles::NONE
+    };
+}
+
+/// The vector index: a Qdrant server when one is configured, else the data
+/// dir's qdrant-edge collection (see [`open_vector_index`]).
+pub async fn open_index(
+    settings: &Settings,
+    embedder: Arc<dyn Embedder>,
+    log: &SealedLog,
+) -> anyhow::Result<Arc<dyn VectorIndex>> {
+    let Some(qdrant) = &settings.qdrant else {
+        return Ok(open_vector_index(settings, embedder, log).await?);
+    };
+    let space = embedder.space();
+    let mut config = mnemo_vector_index::QdrantSettings::new(qdrant.url.clone());
+    config.api_key = qdrant
+        .api_key
+        .as_ref()
+        .map(|k| k.expose_secret().to_owned());
+    config.collection_prefix = qdrant.collection_prefix.clone();
+    let index = mnemo_vector_index::QdrantVectorIndex::connect(
+        &config,
+        &space.collection_name(),
+        space.dimension,
+    )
+    .await
+    .with_context(|| format!("cannot open the Qdrant collection for {}", space.model))?;
+    Ok(Arc::new(index))
 }
 
 /// Held (an exclusive advisory lock) by the server for its whole run, so
@@ -327,7 +574,8 @@ pub struct Application {
     bus: Arc<dyn Bus>,
     log: SealedLog,
     read_model: Arc<dyn MemoryReadModel>,
-    pool: SqlitePool,
+    stores: Arc<Stores>,
+    roles: Roles,
     embedder: Arc<dyn Embedder>,
     index: Arc<dyn VectorIndex>,
     consolidator: Arc<Consolidator>,
@@ -338,7 +586,7 @@ pub struct Application {
 }
 
 struct Health {
-    pool: SqlitePool,
+    stores: Arc<Stores>,
     relay_stats: Arc<RelayStats>,
 }
 
@@ -347,7 +595,7 @@ async fn healthz() -> HttpResponse {
 }
 
 async fn readyz(health: web::Data<Health>) -> HttpResponse {
-    match sqlx::query("SELECT 1").execute(&health.pool).await {
+    match health.stores.ping().await {
         Ok(_) => HttpResponse::Ok().json(serde_json::json!({
             "status": "ready",
             "relay_lag": health.relay_stats.lag(),
@@ -392,40 +640,50 @@ async fn route_not_found(req: actix_web::HttpRequest) -> Result<HttpResponse, Ap
 }
 
 impl Application {
+    /// The embedded server: every role in one process.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        Self::build_roles(settings, Roles::ALL).await
+    }
+
+    /// A process running `roles` (one service of the scale-out deployment,
+    /// or all of them).
+    pub async fn build_roles(settings: Settings, roles: Roles) -> anyhow::Result<Self> {
         std::fs::create_dir_all(&settings.data_dir)
             .with_context(|| format!("cannot create data dir {}", settings.data_dir.display()))?;
+        // The data dir's files (SQLite, qdrant-edge, the in-process bus) are
+        // one process's; services sharing PostgreSQL, Kafka and Qdrant keep
+        // nothing there and may share it.
         let serve_lock = std::fs::File::create(settings.data_dir.join(SERVE_LOCK_FILE))?;
-        serve_lock.try_lock().map_err(|_| {
-            anyhow::anyhow!(
-                "another mnemo serve is running on {}",
-                settings.data_dir.display()
-            )
-        })?;
+        if !settings.is_scale_out() {
+            serve_lock.try_lock().map_err(|_| {
+                anyhow::anyhow!(
+                    "another mnemo serve is running on {}",
+                    settings.data_dir.display()
+                )
+            })?;
+        }
         let master = Arc::new(load_master_key(&settings)?);
         let verifier = Arc::new(build_verifier(&settings)?);
-        let pool = sqlite::connect(&settings.database_file())
-            .await
-            .context("cannot open the database")?;
         let metrics = Arc::new(Metrics::new().context("cannot register metrics")?);
 
-        let store: Arc<dyn EventStore> = Arc::new(SqliteEventStore::new(pool.clone()).await?);
-        let keys = Arc::new(SqliteSubjectKeyStore::new(pool.clone(), master.clone()));
-        let cipher = Arc::new(SubjectCipher::new(keys));
+        let stores = Arc::new(Stores::open(&settings, master.clone()).await?);
+        let store = stores.store.clone();
+        let cipher = Arc::new(SubjectCipher::new(stores.keys.clone()));
         let log = SealedLog::new(store.clone(), cipher);
-        let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(pool.clone(), settings.bus_partitions));
+        let bus: Arc<dyn Bus> = match &settings.kafka {
+            Some(_kafka) => anyhow::bail!("KAFKA-PENDING"),
+            None => Arc::new(stores.in_process_bus(&settings).await?),
+        };
         let relay = Arc::new(Relay::new(
             store.clone(),
             bus.clone(),
-            Arc::new(SqliteCheckpointStore::new(pool.clone())),
+            stores.checkpoints.clone(),
         ));
-        let read_model: Arc<dyn MemoryReadModel> =
-            Arc::new(SqliteMemoryReadModel::new(pool.clone()));
+        let read_model = stores.read_model.clone();
         let embedder = build_embedder(&settings).await?;
-        let index: Arc<dyn VectorIndex> =
-            open_vector_index(&settings, embedder.clone(), &log).await?;
-        let buffer: Arc<dyn MessageBuffer> = Arc::new(SqliteMessageBuffer::new(pool.clone()));
-        let usage: Arc<dyn UsageStore> = Arc::new(SqliteUsageStore::new(pool.clone()));
+        let index = open_index(&settings, embedder.clone(), &log).await?;
+        let buffer = stores.buffer.clone();
+        let usage = stores.usage.clone();
         let consolidator = Arc::new(Consolidator::new(Pipeline {
             log: log.clone(),
             buffer: buffer.clone(),
@@ -459,7 +717,7 @@ impl Application {
             rrf_k: mnemo_retriever::DEFAULT_RRF_K,
         });
         let health = web::Data::new(Health {
-            pool: pool.clone(),
+            stores: stores.clone(),
             relay_stats: relay.stats(),
         });
 
@@ -477,8 +735,14 @@ impl Application {
                 .app_data(metrics_data.clone())
                 .app_data(health.clone())
                 .configure(extractor_configs(max_body))
-                .configure(mnemo_ingest::configure(ingest.clone()))
-                .configure(mnemo_retriever::configure(retriever.clone()))
+                .configure(|cfg| {
+                    if roles.ingest {
+                        mnemo_ingest::configure(ingest.clone())(cfg);
+                    }
+                    if roles.retriever {
+                        mnemo_retriever::configure(retriever.clone())(cfg);
+                    }
+                })
                 .configure(mnemo_http::openapi::configure)
                 .route("/healthz", web::get().to(healthz))
                 .route("/readyz", web::get().to(readyz))
@@ -498,7 +762,8 @@ impl Application {
             bus,
             log,
             read_model,
-            pool,
+            stores,
+            roles,
             embedder,
             index,
             consolidator,
@@ -531,81 +796,86 @@ impl Application {
         // and the rest are stopped (and dropped) before `run` returns, so
         // nothing keeps the data dir's files open after it.
         let mut parts: JoinSet<String> = JoinSet::new();
-        let relay = self.relay.clone();
-        parts.spawn(named("relay", async move { relay.run().await }));
-
-        let projection = Arc::new(MemoryProjection::new(
-            self.log.clone(),
-            self.read_model.clone(),
-            self.embedder.clone(),
-            self.index.clone(),
-        ));
-        parts.spawn(named(
-            "retriever projection",
-            run_consumer(
-                self.bus.clone(),
-                ConsumerOptions::new("retriever.memory-projection", &[topics::MEMORY_EVENTS]),
-                projection,
-            ),
-        ));
-        let erasure = Arc::new(ErasureExecutor::new(
-            self.log.clone(),
-            vec![
-                Arc::new(VectorIndexErasure(self.index.clone())),
-                Arc::new(PipelineStateErasure {
-                    buffer: self.buffer.clone(),
-                    usage: self.usage.clone(),
-                }),
-                // Last: it also truncates SQLite's WAL, after every delete.
-                Arc::new(SqliteReadModelErasure {
-                    read_model: self.read_model.clone(),
-                    pool: self.pool.clone(),
-                }),
-            ],
-        ));
-        parts.spawn(named(
-            "forgetter",
-            run_consumer(
-                self.bus.clone(),
-                ConsumerOptions::new("forgetter.erasure", &[topics::SUBJECT_EVENTS]),
-                erasure,
-            ),
-        ));
-        parts.spawn(named(
-            "consolidator",
-            run_consumer(
-                self.bus.clone(),
-                ConsumerOptions::new("consolidator", &[topics::MESSAGES]),
-                self.consolidator.clone(),
-            ),
-        ));
-        let tick = (self.consolidator.shortest_idle_timeout() / 4)
-            .clamp(Duration::from_millis(50), Duration::from_secs(30));
-        parts.spawn(named(
-            "consolidation sweeper",
-            self.consolidator.clone().run_idle_sweeper(tick),
-        ));
-        parts.spawn(named(
-            "access signal consumer",
-            run_record_consumer(
-                self.bus.clone(),
-                ConsumerOptions::new("forgetter.access", &[topics::ACCESS_SIGNALS]),
-                Arc::new(AccessSignals {
-                    usage: self.usage.clone(),
-                }),
-            ),
-        ));
-        parts.spawn(named(
-            "retention pass",
-            self.retention.clone().run_every(self.forget_interval),
-        ));
+        let roles = self.roles;
+        if roles.relay {
+            let relay = self.relay.clone();
+            parts.spawn(named("relay", async move { relay.run().await }));
+        }
+        if roles.retriever {
+            let projection = Arc::new(MemoryProjection::new(
+                self.log.clone(),
+                self.read_model.clone(),
+                self.embedder.clone(),
+                self.index.clone(),
+            ));
+            parts.spawn(named(
+                "retriever projection",
+                run_consumer(
+                    self.bus.clone(),
+                    ConsumerOptions::new("retriever.memory-projection", &[topics::MEMORY_EVENTS]),
+                    projection,
+                ),
+            ));
+        }
+        if roles.forgetter {
+            let erasure = Arc::new(ErasureExecutor::new(
+                self.log.clone(),
+                vec![
+                    Arc::new(VectorIndexErasure(self.index.clone())),
+                    Arc::new(PipelineStateErasure {
+                        buffer: self.buffer.clone(),
+                        usage: self.usage.clone(),
+                    }),
+                    // Last: on SQLite it also truncates the WAL, after every delete.
+                    self.stores.read_model_erasure(),
+                ],
+            ));
+            parts.spawn(named(
+                "forgetter",
+                run_consumer(
+                    self.bus.clone(),
+                    ConsumerOptions::new("forgetter.erasure", &[topics::SUBJECT_EVENTS]),
+                    erasure,
+                ),
+            ));
+            parts.spawn(named(
+                "access signal consumer",
+                run_record_consumer(
+                    self.bus.clone(),
+                    ConsumerOptions::new("forgetter.access", &[topics::ACCESS_SIGNALS]),
+                    Arc::new(AccessSignals {
+                        usage: self.usage.clone(),
+                    }),
+                ),
+            ));
+            parts.spawn(named(
+                "retention pass",
+                self.retention.clone().run_every(self.forget_interval),
+            ));
+        }
+        if roles.consolidator {
+            parts.spawn(named(
+                "consolidator",
+                run_consumer(
+                    self.bus.clone(),
+                    ConsumerOptions::new("consolidator", &[topics::MESSAGES]),
+                    self.consolidator.clone(),
+                ),
+            ));
+            let tick = (self.consolidator.shortest_idle_timeout() / 4)
+                .clamp(Duration::from_millis(50), Duration::from_secs(30));
+            parts.spawn(named(
+                "consolidation sweeper",
+                self.consolidator.clone().run_idle_sweeper(tick),
+            ));
+        }
 
         let outcome = tokio::select! {
             result = self.server => {
                 tracing::info!("http server stopped");
                 result.context("http server failed")
             }
-            Some(stopped) = parts.join_next() => {
+            Some(stopped) = parts.join_next(), if !parts.is_empty() => {
                 Err(anyhow::anyhow!(stopped.unwrap_or_else(|e| format!("a background part failed: {e}"))))
             }
         };
@@ -617,7 +887,7 @@ impl Application {
         }
         // A clean shutdown leaves no write half done: SQLite transactions are
         // atomic, and consumers resume from their committed offsets.
-        self.pool.close().await;
+        self.stores.close().await;
         outcome
     }
 }

@@ -9,5 +9,6 @@ mod memories;
 mod messages;
 mod openapi;
 mod pipeline;
+mod postgres;
 mod reindex;
 mod tenancy;

@@ -1,0 +1,6 @@
+//! `mnemo-retriever`: the retriever service of the scale-out deployment (see
+//! docs/scale-out.md). Configured by `MNEMO_*` variables and `MNEMO_CONFIG`.
+
+fn main() -> anyhow::Result<()> {
+    mnemo::service::service_main("mnemo-retriever", mnemo::Roles::RETRIEVER)
+}
