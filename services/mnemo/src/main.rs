@@ -78,7 +78,8 @@ enum Command {
         #[arg(long)]
         data_dir: Option<PathBuf>,
     },
-    /// Create or upgrade the database schema, then exit.
+    /// Create or upgrade the database schema (SQLite in the data dir, or
+    /// PostgreSQL as MNEMO_DATABASE_OWNER_URL when MNEMO_DATABASE_URL is set), then exit.
     Migrate {
         #[arg(long)]
         data_dir: Option<PathBuf>,
@@ -286,9 +287,23 @@ fn main() -> anyhow::Result<()> {
             let settings = settings(&cli.config, data_dir, None)?;
             let _telemetry = init_telemetry(&settings)?;
             runtime.block_on(async {
-                std::fs::create_dir_all(&settings.data_dir)?;
-                mnemo_event_store::sqlite::connect(&settings.database_file()).await?;
-                tracing::info!(database = %settings.database_file().display(), "database is up to date");
+                match &settings.database {
+                    Some(database) => {
+                        let owner = database.owner_url.as_ref().context(
+                            "set MNEMO_DATABASE_OWNER_URL: migrations run as the schema owner, \
+                             not as the application role",
+                        )?;
+                        mnemo_pg::migrate(owner.expose_secret())
+                            .await
+                            .context("PostgreSQL migration failed")?;
+                        tracing::info!("PostgreSQL schema is up to date");
+                    }
+                    None => {
+                        std::fs::create_dir_all(&settings.data_dir)?;
+                        mnemo_event_store::sqlite::connect(&settings.database_file()).await?;
+                        tracing::info!(database = %settings.database_file().display(), "database is up to date");
+                    }
+                }
                 anyhow::Ok(())
             })?;
         }
