@@ -14,6 +14,8 @@ pub mod consumer;
 pub mod envelope;
 #[cfg(feature = "sqlite")]
 pub mod in_process;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod relay;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
