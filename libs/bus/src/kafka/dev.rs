@@ -105,6 +105,24 @@ impl MockKafka {
         }
     }
 
+    /// Takes the broker down (closing its connections and refusing new ones)
+    /// or brings it back: fault injection for tests.
+    pub fn set_broker_up(&self, up: bool) -> Result<(), BusError> {
+        // SAFETY: a live cluster; the call posts an operation to the
+        // cluster's thread and waits for it.
+        let code = unsafe {
+            if up {
+                sys::rd_kafka_mock_broker_set_up(self.cluster.as_ptr(), BROKER_ID)
+            } else {
+                sys::rd_kafka_mock_broker_set_down(self.cluster.as_ptr(), BROKER_ID)
+            }
+        };
+        match RDKafkaErrorCode::from(code) {
+            RDKafkaErrorCode::NoError => Ok(()),
+            code => Err(backend(format!("setting the mock broker up={up}: {code}"))),
+        }
+    }
+
     /// Makes the broker tell clients (in its metadata) to connect to
     /// `host:port` instead of its real listener.
     fn advertise(&self, host: &str, port: u16) -> Result<(), BusError> {
