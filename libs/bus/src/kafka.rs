@@ -429,7 +429,8 @@ impl Subscription for KafkaSubscription {
 
 /// Creates the given port-level topics (namespaced per `config`) with
 /// `partitions` partitions each. Topics that already exist are left as they
-/// are, so this is safe to run on every start.
+/// are (their partition count too), so this is safe to run on every start,
+/// and a no-op on the development host, which has them all.
 ///
 /// `partitions` bounds how many members of one group work in parallel; it can
 /// be raised later but never lowered, and raising it moves keys to other
@@ -445,8 +446,33 @@ pub async fn create_topics(
         config.apply_properties(&mut admin_config);
         admin_config.create().map_err(backend)?
     };
-    let qualified: Vec<String> = names.iter().map(|name| config.qualified(name)).collect();
-    let new_topics: Vec<NewTopic<'_>> = qualified
+    // Ask for what exists first and create only what is missing: a cluster
+    // that already has every topic (or a broker without the CreateTopics
+    // API, like the development host) then needs no admin request at all.
+    let timeout = config.delivery_timeout;
+    let (admin, metadata) = tokio::task::spawn_blocking(move || {
+        let metadata = admin.inner().fetch_metadata(None, timeout);
+        (admin, metadata)
+    })
+    .await
+    .map_err(|error| BusError::Backend(format!("metadata task failed: {error}")))?;
+    let existing: Vec<String> = metadata
+        .map_err(backend)?
+        .topics()
+        .iter()
+        .filter(|topic| topic.error().is_none())
+        .map(|topic| topic.name().to_owned())
+        .collect();
+    let missing: Vec<String> = names
+        .iter()
+        .map(|name| config.qualified(name))
+        .filter(|name| !existing.contains(name))
+        .collect();
+    if missing.is_empty() {
+        drop_off_runtime(admin);
+        return Ok(());
+    }
+    let new_topics: Vec<NewTopic<'_>> = missing
         .iter()
         .map(|name| {
             NewTopic::new(
@@ -456,11 +482,12 @@ pub async fn create_topics(
             )
         })
         .collect();
-    let options = AdminOptions::new().request_timeout(Some(config.delivery_timeout));
+    let options = AdminOptions::new().request_timeout(Some(timeout));
     let results = admin.create_topics(&new_topics, &options).await;
     drop_off_runtime(admin);
     for result in results.map_err(backend)? {
         match result {
+            // Another instance created it meanwhile.
             Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
             Err((name, code)) => {
                 return Err(BusError::Backend(format!("creating topic {name}: {code}")))

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mnemo_bus::kafka::dev::{DevKafka, MockKafka};
-use mnemo_bus::kafka::{create_topics, KafkaBus, KafkaConfig};
+use mnemo_bus::kafka::{create_all_topics, create_topics, KafkaBus, KafkaConfig};
 use mnemo_bus::relay::SqliteCheckpointStore;
 use mnemo_bus::testsuite::record;
 use mnemo_bus::{
@@ -380,6 +380,10 @@ async fn dev_host_serves_other_processes() {
     let host = DevKafka::start(0, PARTITIONS).unwrap();
     let bootstrap = host.bootstrap_servers();
     assert_eq!(bootstrap, format!("127.0.0.1:{}", host.port()));
+    // What a service runs on start: a no-op here, every topic exists.
+    create_all_topics(&KafkaConfig::new(&bootstrap), PARTITIONS, 1)
+        .await
+        .unwrap();
     let bus = KafkaBus::new(KafkaConfig::new(&bootstrap)).unwrap();
     let requests = (0..5)
         .map(|i| record(&format!("tenant/subject-{i}"), &format!("request-{i}")))
