@@ -244,6 +244,27 @@ async fn publish_fails_while_no_broker_acknowledges_and_recovers_after() {
     assert!(rest == ["after"] || rest == ["lost", "after"], "{rest:?}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_larger_than_the_client_queue_is_published_whole_and_in_order() {
+    let cluster = mock_cluster();
+    let mut config = cluster.config.clone();
+    // Room for 4 records: publishing 40 has to wait for acknowledgements.
+    config
+        .properties
+        .push(("queue.buffering.max.messages".into(), "4".into()));
+    let bus = KafkaBus::new(config).unwrap();
+    let records = (0..40).map(|i| record("t/s", &i.to_string())).collect();
+    bus.publish("t.order", records).await.unwrap();
+
+    let mut member = bus.subscribe("g-queue", &["t.order"]).await.unwrap();
+    let mut got = Vec::new();
+    while got.len() < 40 {
+        got.push(text(&next(member.as_mut()).await));
+    }
+    let expected: Vec<String> = (0..40).map(|i| i.to_string()).collect();
+    assert_eq!(got, expected);
+}
+
 /// What the consumer loop handed the handler, and the trace it ran in.
 #[derive(Default)]
 struct Recorder {
