@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mnemo_domain::RecordedEvent;
+use tracing::Instrument;
 
 use crate::{topics, Bus, Delivery, EventEnvelope, OutgoingRecord, Subscription};
 
@@ -161,7 +162,16 @@ pub async fn run_record_consumer(
             }
         };
         backoff = Duration::from_millis(100);
-        process(bus.as_ref(), &options, handler.as_ref(), &delivery).await;
+        // The handler's work (and any event it appends, via
+        // `current_traceparent`) joins the trace of the request that caused
+        // the record: ingest → consolidator → retriever is one trace.
+        let span = tracing::info_span!("consume", group = %options.group, topic = %delivery.topic, partition = delivery.partition, offset = delivery.offset);
+        if let Some(traceparent) = delivery.header(mnemo_telemetry::TRACEPARENT) {
+            mnemo_telemetry::set_parent_from_traceparent(&span, traceparent);
+        }
+        process(bus.as_ref(), &options, handler.as_ref(), &delivery)
+            .instrument(span)
+            .await;
         while let Err(error) = subscription.commit(&delivery).await {
             tracing::warn!(group = %options.group, error = %error, "commit failed, retrying");
             tokio::time::sleep(backoff).await;

@@ -16,6 +16,8 @@ pub mod envelope;
 pub mod in_process;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod relay;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;

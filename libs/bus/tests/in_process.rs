@@ -218,3 +218,89 @@ async fn the_consumer_retries_dead_letters_and_moves_on() {
         .unwrap()
         .is_none());
 }
+
+/// Records the trace each handled event ran in.
+#[derive(Default)]
+struct TraceRecorder {
+    traceparents: Mutex<Vec<Option<String>>>,
+}
+
+#[async_trait]
+impl EventHandler for TraceRecorder {
+    async fn handle(&self, _event: &RecordedEvent) -> Result<(), HandlerError> {
+        self.traceparents
+            .lock()
+            .unwrap()
+            .push(mnemo_telemetry::current_traceparent());
+        Ok(())
+    }
+}
+
+/// The relay copies an event's `traceparent` into the record's headers and
+/// the consumer loop runs the handler in a child span of that trace, so one
+/// trace spans the request that appended the event and every consumer of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_handler_runs_in_the_trace_of_the_appended_event() {
+    trace_spans();
+
+    let db = db().await;
+    let (store, bus) = store_and_bus(&db).await;
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let mut traced = event("MessageReceived", Some(&subject("s1")), "a");
+    traced.metadata.traceparent = Some(traceparent.to_owned());
+    let untraced = event("MessageReceived", Some(&subject("s1")), "a");
+    store
+        .append(
+            &tenant("t1"),
+            "c",
+            ExpectedVersion::Any,
+            vec![traced, untraced],
+        )
+        .await
+        .unwrap();
+    Relay::new(
+        store.clone(),
+        bus.clone(),
+        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
+    )
+    .run_once()
+    .await
+    .unwrap();
+
+    let handler = Arc::new(TraceRecorder::default());
+    let mut options = ConsumerOptions::new("g-trace", &[topics::MESSAGES]);
+    options.poll_timeout = Duration::from_millis(50);
+    let task = tokio::spawn(run_consumer(bus.clone(), options, handler.clone()));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while handler.traceparents.lock().unwrap().len() < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "events not handled");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    let _ = task.await;
+
+    let seen = handler.traceparents.lock().unwrap().clone();
+    let child = seen[0].as_deref().expect("a span around the handler");
+    assert_eq!(child.split('-').nth(1), traceparent.split('-').nth(1));
+    assert_ne!(child, traceparent, "a child span, not the caller's span");
+    let own = seen[1].as_deref().expect("a span around the handler");
+    assert_ne!(
+        own.split('-').nth(1),
+        traceparent.split('-').nth(1),
+        "an event without a traceparent starts its own trace"
+    );
+}
+
+/// Gives every span of this test binary an OpenTelemetry context (nothing is
+/// exported). Global rather than per test: tracing caches per call site
+/// whether anyone listens, and a thread-local subscriber races with tests on
+/// other threads that reach the same call site without one.
+fn trace_spans() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        use tracing_subscriber::layer::SubscriberExt;
+        let subscriber =
+            tracing_subscriber::registry().with(mnemo_telemetry::otel_layer_for_tests());
+        tracing::subscriber::set_global_default(subscriber).expect("no other global subscriber");
+    });
+}

@@ -6,6 +6,7 @@
 pub mod bench;
 pub mod bench_search;
 pub mod collections;
+pub mod dev_kafka;
 pub mod eval;
 pub mod forget;
 pub mod reindex;

@@ -78,6 +78,11 @@ enum Command {
         #[arg(long)]
         data_dir: Option<PathBuf>,
     },
+    /// Development helpers.
+    Dev {
+        #[command(subcommand)]
+        what: DevCommand,
+    },
     /// Create or upgrade the database schema (SQLite in the data dir, or
     /// PostgreSQL as MNEMO_DATABASE_OWNER_URL when MNEMO_DATABASE_URL is set), then exit.
     Migrate {
@@ -105,6 +110,18 @@ enum EvalCommand {
         /// Reuse the subjects of an earlier run instead of ingesting again.
         #[arg(long)]
         skip_ingest: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum DevCommand {
+    /// Host a Kafka (librdkafka's in-memory mock cluster) on a fixed local
+    /// port with mnemo's topics, for the scale-out services in development.
+    Kafka {
+        #[arg(long, default_value_t = 9092)]
+        port: u16,
+        #[arg(long, default_value_t = 6)]
+        partitions: i32,
     },
 }
 
@@ -282,6 +299,11 @@ fn main() -> anyhow::Result<()> {
             let settings = settings(&cli.config, data_dir, None)?;
             let _telemetry = init_telemetry(&settings)?;
             runtime.block_on(mnemo::reindex::run(&settings))?;
+        }
+        Command::Dev {
+            what: DevCommand::Kafka { port, partitions },
+        } => {
+            runtime.block_on(mnemo::dev_kafka::run(port, partitions))?;
         }
         Command::Migrate { data_dir } => {
             let settings = settings(&cli.config, data_dir, None)?;

@@ -671,7 +671,15 @@ impl Application {
         let cipher = Arc::new(SubjectCipher::new(stores.keys.clone()));
         let log = SealedLog::new(store.clone(), cipher);
         let bus: Arc<dyn Bus> = match &settings.kafka {
-            Some(_kafka) => anyhow::bail!("KAFKA-PENDING"),
+            Some(kafka) => {
+                let config = mnemo_bus::kafka::KafkaConfig::new(kafka.brokers.clone());
+                // Creates only what is missing: a no-op where the operator
+                // created the topics (with their replication) beforehand.
+                mnemo_bus::kafka::create_all_topics(&config, kafka.partitions, 1)
+                    .await
+                    .context("cannot create the Kafka topics")?;
+                Arc::new(mnemo_bus::kafka::KafkaBus::new(config).context("cannot set up Kafka")?)
+            }
             None => Arc::new(stores.in_process_bus(&settings).await?),
         };
         let relay = Arc::new(Relay::new(
