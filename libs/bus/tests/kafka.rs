@@ -69,9 +69,26 @@ fn real_brokers() -> Option<String> {
         .filter(|brokers| !brokers.trim().is_empty())
 }
 
+/// `TEST_KAFKA_PROPERTIES`: librdkafka properties for the real broker, as
+/// `key=value` pairs separated by commas (security settings, workarounds).
+fn real_properties() -> Vec<(String, String)> {
+    std::env::var("TEST_KAFKA_PROPERTIES")
+        .unwrap_or_default()
+        .split(',')
+        .filter(|pair| !pair.trim().is_empty())
+        .map(|pair| {
+            let (key, value) = pair
+                .split_once('=')
+                .expect("TEST_KAFKA_PROPERTIES holds key=value pairs");
+            (key.trim().to_owned(), value.trim().to_owned())
+        })
+        .collect()
+}
+
 async fn real_cluster() -> Cluster {
     let brokers = real_brokers().expect("TEST_KAFKA_BROKERS");
-    let config = KafkaConfig::new(brokers).with_namespace(format!("test-{}", EventId::new()));
+    let mut config = KafkaConfig::new(brokers).with_namespace(format!("test-{}", EventId::new()));
+    config.properties = real_properties();
     create_topics(&config, &all_topics(), PARTITIONS, 1)
         .await
         .unwrap();
@@ -95,6 +112,40 @@ mod real_broker {
     bus_contract_tests!(setup: real_cluster(), open: open_bus, run_if: real_brokers().is_some());
 }
 
+/// Kafka's own cases, one test each on the mock cluster (`mock_cluster::`)
+/// and on the real broker when configured (`real_cluster::`).
+macro_rules! kafka_tests {
+    ($($case:ident),* $(,)?) => {
+        mod mock_cluster {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    super::$case(super::mock_cluster()).await;
+                }
+            )*
+        }
+        mod real_cluster {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    if super::real_brokers().is_none() {
+                        eprintln!("{}: skipped, TEST_KAFKA_BROKERS is not set", stringify!($case));
+                        return;
+                    }
+                    super::$case(super::real_cluster().await).await;
+                }
+            )*
+        }
+    };
+}
+
+kafka_tests!(
+    two_members_of_a_group_split_the_partitions_and_see_each_record_once,
+    an_uncommitted_record_is_redelivered_after_a_restart_and_a_committed_one_is_not,
+    a_batch_larger_than_the_client_queue_is_published_whole_and_in_order,
+    relay_to_consumer_keeps_the_trace_and_dead_letters_a_failing_record,
+);
+
 fn text(delivery: &Delivery) -> String {
     String::from_utf8(delivery.payload.clone()).unwrap()
 }
@@ -107,9 +158,7 @@ async fn next(subscription: &mut dyn Subscription) -> Delivery {
         .expect("a record within the patience bound")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_members_of_a_group_split_the_partitions_and_see_each_record_once() {
-    let cluster = mock_cluster();
+async fn two_members_of_a_group_split_the_partitions_and_see_each_record_once(cluster: Cluster) {
     let bus = KafkaBus::new(cluster.config.clone()).unwrap();
     let mut first = bus.join("g-split", &["t.order"]).await.unwrap();
     let mut second = bus.join("g-split", &["t.order"]).await.unwrap();
@@ -181,9 +230,9 @@ async fn two_members_of_a_group_split_the_partitions_and_see_each_record_once() 
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_uncommitted_record_is_redelivered_after_a_restart_and_a_committed_one_is_not() {
-    let cluster = mock_cluster();
+async fn an_uncommitted_record_is_redelivered_after_a_restart_and_a_committed_one_is_not(
+    cluster: Cluster,
+) {
     let bus = KafkaBus::new(cluster.config.clone()).unwrap();
     bus.publish("t.resume", vec![record("t/s", "first")])
         .await
@@ -244,9 +293,7 @@ async fn publish_fails_while_no_broker_acknowledges_and_recovers_after() {
     assert!(rest == ["after"] || rest == ["lost", "after"], "{rest:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_batch_larger_than_the_client_queue_is_published_whole_and_in_order() {
-    let cluster = mock_cluster();
+async fn a_batch_larger_than_the_client_queue_is_published_whole_and_in_order(cluster: Cluster) {
     let mut config = cluster.config.clone();
     // Room for 4 records: publishing 40 has to wait for acknowledgements.
     config
@@ -297,11 +344,9 @@ fn trace_id(traceparent: &str) -> &str {
 /// through the relay onto Kafka; the consumer loop retries a record whose
 /// handler keeps failing, dead-letters it with its error and handles the
 /// next; the trace header arrives intact and the handler runs in that trace.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn relay_to_consumer_keeps_the_trace_and_dead_letters_a_failing_record() {
+async fn relay_to_consumer_keeps_the_trace_and_dead_letters_a_failing_record(cluster: Cluster) {
     trace_spans();
 
-    let cluster = mock_cluster();
     let dir = tempfile::tempdir().unwrap();
     let pool = sqlite::connect(&dir.path().join("mnemo.db")).await.unwrap();
     let store = Arc::new(SqliteEventStore::new(pool.clone()).await.unwrap());
