@@ -265,7 +265,10 @@ impl Pipeline {
             actor: format!("mnemo-consolidator/{}", self.strategy.name()),
             correlation_id: Some(format!("consolidation:{}", event_ids[0])),
             causation_id: ids.last().copied(),
-            traceparent: None,
+            // Inside a consumed record's span this is the trace the message
+            // was posted in, so one trace runs ingest → consolidator →
+            // retriever (the idle sweeper starts a trace of its own).
+            traceparent: mnemo_telemetry::current_traceparent(),
         };
         // Memories created earlier in this same batch: a later candidate
         // that repeats one reinforces it (the index has not seen it yet).

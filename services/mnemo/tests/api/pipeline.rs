@@ -477,3 +477,53 @@ async fn after_erasure_search_finds_nothing_and_no_vector_is_left() {
         "other subjects keep theirs"
     );
 }
+
+/// Gives every span in this test binary an OpenTelemetry context (nothing is
+/// exported), as a server with `MNEMO_OTLP_ENDPOINT` has. Global: tracing
+/// caches per call site whether anyone listens.
+fn trace_spans() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        use tracing_subscriber::layer::SubscriberExt;
+        let subscriber =
+            tracing_subscriber::registry().with(mnemo_telemetry::otel_layer_for_tests());
+        // Another test binary's subscriber cannot be here; one of this
+        // binary's may: either way spans then carry a context.
+        let _ = tracing::subscriber::set_global_default(subscriber);
+    });
+}
+
+#[tokio::test]
+async fn memories_carry_the_trace_of_the_request_that_asked_for_them() {
+    trace_spans();
+    let app = spawn_app_with_model(MANUAL).await;
+    let token = app.admin("acme");
+    post(&app, &token, "tracy", "s1", &["I love hiking in the Alps"]).await;
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let response = app
+        .client
+        .post(format!("{}/v1/subjects/tracy/consolidate", app.address))
+        .bearer_auth(&token)
+        .header("traceparent", format!("00-{trace_id}-00f067aa0ba902b7-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    memories_when(&app, &token, "tracy", "a memory", |m| !m.is_empty()).await;
+    let created: Vec<Value> = app
+        .all_events("acme")
+        .await
+        .into_iter()
+        .filter(|e| e["type"] == "MemoryCreated")
+        .collect();
+    assert_eq!(created.len(), 1, "{created:?}");
+    let traceparent = created[0]["traceparent"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no traceparent on {}", created[0]));
+    // ingest → relay → consolidator: the request's trace, a span of its own.
+    assert_eq!(
+        traceparent.split('-').nth(1),
+        Some(trace_id),
+        "{traceparent}"
+    );
+}
