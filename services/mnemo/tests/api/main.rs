@@ -11,4 +11,5 @@ mod openapi;
 mod pipeline;
 mod postgres;
 mod reindex;
+mod roles;
 mod tenancy;

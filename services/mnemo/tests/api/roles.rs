@@ -1,0 +1,63 @@
+//! A process running one role serves only that role's part of the API (the
+//! scale-out proxy routes writes to ingest and reads to the retriever).
+
+use mnemo::Roles;
+use reqwest::Client;
+use serde_json::json;
+
+use crate::helpers::settings_for;
+
+async fn status_of(request: reqwest::RequestBuilder) -> u16 {
+    request.send().await.unwrap().status().as_u16()
+}
+
+#[tokio::test]
+async fn each_role_serves_its_own_routes_and_the_health_endpoints() {
+    for (roles, writes, reads) in [
+        (Roles::INGEST, true, false),
+        (Roles::RETRIEVER, false, true),
+        (Roles::CONSOLIDATOR, false, false),
+        (Roles::FORGETTER, false, false),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = settings_for(dir.path(), &[]);
+        let secret_file = settings.dev_secret_file();
+        let app = mnemo::Application::build_roles(settings, roles)
+            .await
+            .unwrap();
+        let base = format!("http://127.0.0.1:{}", app.port());
+        let handle = app.server_handle();
+        let running = tokio::spawn(app.run());
+        let (secret, _) = mnemo::secrets::load_or_create_dev_secret(&secret_file).unwrap();
+        let token = mnemo_auth::Minter::hs256(&secret, "mnemo", "mnemo")
+            .mint(&mnemo_auth::MintRequest {
+                tenant: mnemo_domain::TenantId::parse("acme").unwrap(),
+                actor: "test".into(),
+                scopes: mnemo_auth::Scope::ALL.to_vec(),
+                subject: None,
+                ttl: std::time::Duration::from_secs(60),
+            })
+            .unwrap();
+        let client = Client::new();
+        for path in ["/healthz", "/readyz", "/metrics"] {
+            let status = status_of(client.get(format!("{base}{path}"))).await;
+            assert_eq!(status, 200, "{roles:?} {path}");
+        }
+        let post = client
+            .post(format!("{base}/v1/subjects/ana/messages"))
+            .bearer_auth(&token)
+            .json(&json!({"messages": [{"id": "m1", "role": "user", "content": "hello"}]}));
+        let status = status_of(post).await;
+        assert_eq!(status == 202, writes, "{roles:?}: POST messages → {status}");
+        if !writes {
+            assert_eq!(status, 404, "{roles:?}");
+        }
+        let list = client
+            .get(format!("{base}/v1/subjects/ana/memories"))
+            .bearer_auth(&token);
+        let status = status_of(list).await;
+        assert_eq!(status == 200, reads, "{roles:?}: GET memories → {status}");
+        handle.stop(true).await;
+        running.await.unwrap().unwrap();
+    }
+}
