@@ -104,31 +104,30 @@ pub fn rank<T>(
         .collect();
 
     let mut picked: Vec<Ranked<T>> = Vec::new();
-    let mut picked_vectors: Vec<Vec<f32>> = Vec::new();
+    // Each candidate's highest similarity to what was picked so far, kept
+    // up to date against the newest pick only: O(k·n) similarities instead
+    // of O(k²·n), the same maxima (k = 100 of 400 candidates was ~0.7 s).
+    let mut redundancy: Vec<f64> = vec![0.0; pool.len()];
     while picked.len() < k && !pool.is_empty() {
         let mut best_index = 0;
         let mut best_value = f64::MIN;
-        let mut best_redundancy = 0.0;
-        for (index, (candidate, parts)) in pool.iter().enumerate() {
-            let redundancy = match &candidate.dense {
-                Some(vector) => picked_vectors
-                    .iter()
-                    .map(|p| cosine(vector, p))
-                    .fold(0.0, f64::max),
-                None => 0.0,
-            };
-            let value = params.mmr_lambda * parts.combined - (1.0 - params.mmr_lambda) * redundancy;
+        for (index, (_, parts)) in pool.iter().enumerate() {
+            let value =
+                params.mmr_lambda * parts.combined - (1.0 - params.mmr_lambda) * redundancy[index];
             if value > best_value {
                 best_value = value;
                 best_index = index;
-                best_redundancy = redundancy;
             }
         }
         let (candidate, mut parts) = pool.swap_remove(best_index);
-        parts.redundancy = best_redundancy;
+        parts.redundancy = redundancy.swap_remove(best_index);
         parts.final_score = best_value;
         if let Some(vector) = &candidate.dense {
-            picked_vectors.push(vector.clone());
+            for ((other, _), max) in pool.iter().zip(redundancy.iter_mut()) {
+                if let Some(other) = &other.dense {
+                    *max = max.max(cosine(other, vector));
+                }
+            }
         }
         picked.push(Ranked {
             item: candidate.item,
@@ -220,5 +219,88 @@ mod tests {
             Utc::now()
         )
         .is_empty());
+    }
+
+    /// The textbook MMR loop (every candidate against every pick, each
+    /// round): the incremental one must pick the same items in the same
+    /// order with the same redundancies.
+    fn naive_mmr(
+        pool: &[(usize, f64, Option<Vec<f32>>)],
+        k: usize,
+        lambda: f64,
+    ) -> Vec<(usize, f64)> {
+        let mut pool = pool.to_vec();
+        let mut picked: Vec<(usize, f64)> = Vec::new();
+        let mut vectors: Vec<Vec<f32>> = Vec::new();
+        while picked.len() < k && !pool.is_empty() {
+            let (mut best, mut best_value, mut best_redundancy) = (0, f64::MIN, 0.0);
+            for (index, (_, combined, dense)) in pool.iter().enumerate() {
+                let redundancy = dense.as_ref().map_or(0.0, |v| {
+                    vectors.iter().map(|p| cosine(v, p)).fold(0.0, f64::max)
+                });
+                let value = lambda * combined - (1.0 - lambda) * redundancy;
+                if value > best_value {
+                    (best, best_value, best_redundancy) = (index, value, redundancy);
+                }
+            }
+            let (id, _, dense) = pool.swap_remove(best);
+            if let Some(v) = dense {
+                vectors.push(v);
+            }
+            picked.push((id, best_redundancy));
+        }
+        picked
+    }
+
+    #[test]
+    fn incremental_mmr_picks_what_the_textbook_loop_picks() {
+        let mut state = 42u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) as f64 / u32::MAX as f64) as f32
+        };
+        let params = RankingParams {
+            recency_weight: 0.0,
+            importance_weight: 0.0,
+            ..RankingParams::default()
+        };
+        let now = Utc::now();
+        let mut reference = Vec::new();
+        let mut candidates = Vec::new();
+        for id in 0..60usize {
+            let relevance = f64::from(next());
+            // Few dimensions: many near-duplicates, so redundancy matters.
+            let dense = (id % 7 != 0).then(|| {
+                let v: Vec<f32> = (0..4).map(|_| next() - 0.5).collect();
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                v.into_iter().map(|x| x / norm).collect::<Vec<f32>>()
+            });
+            reference.push((id, relevance, dense.clone()));
+            candidates.push(Candidate {
+                item: id,
+                relevance,
+                importance: 0.5,
+                updated_at: now,
+                dense,
+            });
+        }
+        // Same combined score as `rank` computes (relevance relative to the best).
+        let best = reference.iter().map(|r| r.1).fold(f64::MIN, f64::max);
+        for r in &mut reference {
+            r.1 = params.relevance_weight * (r.1 / best);
+        }
+        let ranked = rank(candidates, 25, &params, now);
+        let expected = naive_mmr(&reference, 25, params.mmr_lambda);
+        let got: Vec<(usize, f64)> = ranked
+            .iter()
+            .map(|r| (r.item, r.parts.redundancy))
+            .collect();
+        assert_eq!(got.len(), expected.len());
+        for ((id, redundancy), (want_id, want_redundancy)) in got.iter().zip(&expected) {
+            assert_eq!(id, want_id);
+            assert!((redundancy - want_redundancy).abs() < 1e-12);
+        }
     }
 }
