@@ -6,8 +6,26 @@
 use async_trait::async_trait;
 use mnemo_pg::SystemPool;
 
-use crate::relay::CheckpointStore;
+use std::time::Duration;
+
+use sqlx::pool::PoolConnection;
+use sqlx::Postgres;
+
+use crate::relay::{CheckpointStore, Leadership};
 use crate::BusError;
+
+/// A session-level advisory lock, held by the connection it was taken on:
+/// the connection leaves the pool with it and closing it (drop, or the
+/// process dying) releases the lock, so a crashed relay never blocks the
+/// others for long.
+struct AdvisoryLock {
+    _connection: sqlx::PgConnection,
+}
+
+impl Leadership for AdvisoryLock {}
+
+/// How often a waiting relay asks for the lock again.
+const LEAD_RETRY: Duration = Duration::from_secs(1);
 
 #[derive(Clone)]
 pub struct PostgresCheckpointStore {
@@ -50,5 +68,34 @@ impl CheckpointStore for PostgresCheckpointStore {
         .await
         .map_err(backend)?;
         Ok(())
+    }
+
+    /// One relay per name across every process on this database (e.g.
+    /// several ingest replicas): a `pg_try_advisory_lock` on a connection
+    /// taken out of the pool for as long as the leadership lasts.
+    async fn lead(&self, name: &str) -> Result<Box<dyn Leadership>, BusError> {
+        let mut waiting_logged = false;
+        loop {
+            let mut connection: PoolConnection<Postgres> =
+                self.pool.pool().acquire().await.map_err(backend)?;
+            let granted: bool = sqlx::query_scalar(
+                "SELECT pg_try_advisory_lock(hashtextextended('mnemo.relay.' || $1, 0))",
+            )
+            .bind(name)
+            .fetch_one(&mut *connection)
+            .await
+            .map_err(backend)?;
+            if granted {
+                return Ok(Box::new(AdvisoryLock {
+                    _connection: connection.detach(),
+                }));
+            }
+            drop(connection);
+            if !waiting_logged {
+                tracing::info!(relay = name, "another process runs this relay; standing by");
+                waiting_logged = true;
+            }
+            tokio::time::sleep(LEAD_RETRY).await;
+        }
     }
 }

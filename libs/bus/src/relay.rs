@@ -13,11 +13,26 @@ use mnemo_event_store::EventStore;
 use crate::envelope::record_key;
 use crate::{topics, Bus, BusError, OutgoingRecord};
 
+/// Held while this process is the one running a named relay; dropping it
+/// lets another process take over.
+pub trait Leadership: Send {}
+
+impl Leadership for () {}
+
 /// Where a named reader of the log has got to.
 #[async_trait]
 pub trait CheckpointStore: Send + Sync + 'static {
     async fn load(&self, name: &str) -> Result<i64, BusError>;
     async fn save(&self, name: &str, position: i64) -> Result<(), BusError>;
+
+    /// Returns once this process may run the relay `name`, and while the
+    /// returned value lives, no other process sharing the store gets it.
+    /// Several relays would publish every event several times (harmless for
+    /// idempotent consumers, but N times the traffic). Stores only one
+    /// process uses (SQLite) grant it at once.
+    async fn lead(&self, _name: &str) -> Result<Box<dyn Leadership>, BusError> {
+        Ok(Box::new(()))
+    }
 }
 
 #[cfg(feature = "sqlite")]
@@ -182,6 +197,18 @@ impl Relay {
     /// backoff: a dead bus delays delivery, it never loses an event.
     pub async fn run(&self) {
         let mut backoff = Duration::from_millis(100);
+        let _leadership = loop {
+            match self.checkpoints.lead(&self.name).await {
+                Ok(leadership) => break leadership,
+                Err(error) => {
+                    tracing::warn!(error = %error, "relay cannot take the lead, retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                }
+            }
+        };
+        tracing::info!(relay = %self.name, "relay is running");
+        backoff = Duration::from_millis(100);
         loop {
             match self.run_once().await {
                 Ok(0) => {

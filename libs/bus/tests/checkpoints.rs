@@ -145,3 +145,34 @@ async fn the_relay_publishes_the_postgres_log_once_from_its_checkpoint() {
     }
     assert_eq!(published, ids);
 }
+
+/// Two processes on one database: only one runs the relay; when it stops,
+/// the other takes over.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_relay_leads_at_a_time_and_another_takes_over() {
+    use std::time::Duration;
+    let db = mnemo_pg::testsupport::TestDatabase::new().await;
+    let first = mnemo_bus::postgres::PostgresCheckpointStore::new(db.system_pool());
+    // A second pool: another process, as far as PostgreSQL can tell.
+    let other_pool = mnemo_pg::SystemPool::connect_with(db.options_as(mnemo_pg::SYSTEM_ROLE), 2)
+        .await
+        .unwrap();
+    let second = mnemo_bus::postgres::PostgresCheckpointStore::new(other_pool);
+
+    let leader = first.lead("relay").await.unwrap();
+    let waiting = tokio::spawn(async move { second.lead("relay").await.map(|_| ()) });
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(!waiting.is_finished(), "two relays led at once");
+    // Another name is another relay: not blocked.
+    let _other = tokio::time::timeout(Duration::from_secs(10), first.lead("other"))
+        .await
+        .expect("an independent relay name waited")
+        .unwrap();
+    drop(leader);
+    tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("the waiting relay never took over")
+        .unwrap()
+        .unwrap();
+}
