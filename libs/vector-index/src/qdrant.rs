@@ -158,6 +158,8 @@ struct Inner {
     collection: String,
     dimension: usize,
     bm25: EdgeBm25,
+    /// This connect made the collection (it did not exist before).
+    created: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for QdrantVectorIndex {
@@ -218,11 +220,25 @@ impl QdrantVectorIndex {
                 collection,
                 dimension,
                 bm25,
+                created: std::sync::atomic::AtomicBool::new(false),
             }),
         };
-        index.ensure_collection().await?;
+        let created = index.ensure_collection().await?;
+        index
+            .inner
+            .created
+            .store(created, std::sync::atomic::Ordering::Relaxed);
         debug!(collection = %index.inner.collection, dimension, "qdrant vector index ready");
         Ok(index)
+    }
+
+    /// Whether this connect created the collection: a new embedding space,
+    /// which holds none of the memories already in the log until they are
+    /// replayed into it (the server does that at start).
+    pub fn created_collection(&self) -> bool {
+        self.inner
+            .created
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The collection this index writes to.
@@ -248,18 +264,21 @@ impl QdrantVectorIndex {
         Ok(())
     }
 
-    async fn ensure_collection(&self) -> Result<(), VectorIndexError> {
+    /// Returns whether it created the collection.
+    async fn ensure_collection(&self) -> Result<bool, VectorIndexError> {
         let inner = &self.inner;
         let exists = inner
             .client
             .collection_exists(inner.collection.as_str())
             .await
             .map_err(backend)?;
+        let mut made_here = false;
         if !exists {
             let created = inner
                 .client
                 .create_collection(create_collection(&inner.collection, inner.dimension))
                 .await;
+            made_here = created.is_ok();
             if let Err(error) = created {
                 // Another replica may have created it between the check and
                 // the create: that is fine if it is the same shape, which the
@@ -292,7 +311,7 @@ impl QdrantVectorIndex {
                 .await
                 .map_err(backend)?;
         }
-        Ok(())
+        Ok(made_here)
     }
 }
 
@@ -1123,6 +1142,7 @@ mod tests {
             collection: "mnemo-test__8".into(),
             dimension,
             bm25: bm25::model().unwrap(),
+            created: Default::default(),
         }
     }
 

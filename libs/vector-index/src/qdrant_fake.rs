@@ -833,4 +833,17 @@ mod contract {
             .await
             .unwrap();
     }
+
+    #[tokio::test]
+    async fn only_the_connect_that_made_the_collection_says_so() {
+        let settings = fresh_server().await;
+        let first = QdrantVectorIndex::connect(&settings, "new__16", DIMENSION)
+            .await
+            .unwrap();
+        assert!(first.created_collection());
+        let again = QdrantVectorIndex::connect(&settings, "new__16", DIMENSION)
+            .await
+            .unwrap();
+        assert!(!again.created_collection());
+    }
 }

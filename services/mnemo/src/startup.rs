@@ -558,7 +558,24 @@ pub async fn open_index(
     )
     .await
     .with_context(|| format!("cannot open the Qdrant collection for {}", space.model))?;
-    Ok(Arc::new(index))
+    let index = Arc::new(index);
+    if index.created_collection() {
+        // A new embedding space: without a replay it would hold none of the
+        // memories already in the log (the projection only sees new events).
+        // Another process writing meanwhile is harmless: points are whole
+        // and replaced by memory id. A crash mid-replay leaves the
+        // collection partial: drop it in Qdrant and restart to replay again.
+        tracing::info!(collection = %index.collection(), "new Qdrant collection: replaying the log into it");
+        let replayed = mnemo_retriever::reindex::catch_up(log, embedder, index.clone(), 0)
+            .await
+            .context("cannot replay the log into the new Qdrant collection")?;
+        tracing::info!(
+            memories = replayed.memories,
+            points = replayed.points,
+            "Qdrant collection is current"
+        );
+    }
+    Ok(index)
 }
 
 /// Held (an exclusive advisory lock) by the server for its whole run, so
