@@ -14,10 +14,10 @@ pub mod consumer;
 pub mod envelope;
 #[cfg(feature = "sqlite")]
 pub mod in_process;
-#[cfg(feature = "postgres")]
-pub mod postgres;
 #[cfg(feature = "kafka")]
 pub mod kafka;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod relay;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
