@@ -423,10 +423,22 @@ impl Cluster {
 
     /// Posts user messages to ingest; returns their event ids.
     async fn post_messages(&self, subject: &str, session: &str, lines: &[&str]) -> Vec<String> {
+        self.post_messages_from(subject, session, lines, 0).await
+    }
+
+    /// Posts user messages numbered from `first` (the number makes the
+    /// client's message id, which ingest deduplicates on).
+    async fn post_messages_from(
+        &self,
+        subject: &str,
+        session: &str,
+        lines: &[&str],
+        first: usize,
+    ) -> Vec<String> {
         let messages: Vec<Value> = lines
             .iter()
             .enumerate()
-            .map(|(i, line)| json!({"role": "user", "content": line, "id": format!("{session}-m{i}"), "session": session}))
+            .map(|(i, line)| json!({"role": "user", "content": line, "id": format!("{session}-m{}", first + i), "session": session}))
             .collect();
         let (status, body) = self
             .call(
@@ -850,5 +862,53 @@ async fn a_consolidator_killed_mid_backlog_loses_and_duplicates_nothing() {
     );
 
     cluster.restart("mnemo-consolidator", victim).await;
+    assert_each_fact_exactly_once(&cluster, &subjects).await;
+}
+
+/// Two consolidators never consolidate one conversation at once. Every
+/// consolidator's idle sweeper sees every conversation in the shared
+/// buffer; here each conversation goes quiet after five messages and gets
+/// its other five about when a sweeper takes it up, so a consumer in the
+/// other process may drain it at the same moment. Drained twice, with the
+/// waiting messages batched differently, its memories were created twice.
+/// A race, so a probabilistic guard: without the cross-process claim on the
+/// conversation (`MessageBuffer::claim`) it failed in about half of the runs
+/// on a two-core machine, not in every one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_swept_and_filled_at_once_is_consolidated_once() {
+    let _serial = SERIAL.lock().await;
+    let cluster = Cluster::start(BATCHING, 2).await;
+    let subjects: Vec<String> = (0..40).map(|n| format!("subject-{n}")).collect();
+    let halves: Vec<Vec<String>> = [&FACTS[..5], &FACTS[5..]]
+        .iter()
+        .map(|half| half.iter().map(|f| format!("{f}.")).collect())
+        .collect();
+    let lines = |half: usize| -> Vec<&str> { halves[half].iter().map(String::as_str).collect() };
+    let mut first_posted = Vec::new();
+    for subject in &subjects {
+        cluster.post_messages(subject, "s1", &lines(0)).await;
+        first_posted.push(Instant::now());
+    }
+    // A conversation is idle one second after its last message, and the
+    // sweepers look every quarter second (and take the idle ones one after
+    // another): the second halves arrive spread over that time (the sleeps shape the load; nothing waits on them).
+    let mut schedule: Vec<(Instant, &String)> = subjects
+        .iter()
+        .zip(&first_posted)
+        .enumerate()
+        .map(|(n, (subject, at))| {
+            (
+                *at + Duration::from_millis(950 + 50 * (n as u64 % 8)),
+                subject,
+            )
+        })
+        .collect();
+    schedule.sort();
+    for (at, subject) in schedule {
+        tokio::time::sleep_until(at.into()).await;
+        cluster
+            .post_messages_from(subject, "s1", &lines(1), halves[0].len())
+            .await;
+    }
     assert_each_fact_exactly_once(&cluster, &subjects).await;
 }
