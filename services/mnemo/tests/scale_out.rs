@@ -25,6 +25,7 @@
 //! processes.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -94,7 +95,9 @@ fn service_binaries() -> PathBuf {
                 .filter(|name| !dir.join(name).is_file())
                 .collect();
             if !missing.is_empty() {
-                eprintln!(
+                // Straight to stderr: the test harness captures `eprintln!`.
+                let _ = writeln!(
+                    std::io::stderr(),
                     "scale_out: {} not built beside {}; building the service binaries \
                      (cargo build -p {})",
                     missing.join(", "),
