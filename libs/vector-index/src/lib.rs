@@ -29,8 +29,20 @@ pub mod fusion;
 pub mod payload;
 #[cfg(feature = "qdrant")]
 mod qdrant;
-#[cfg(all(test, feature = "qdrant", feature = "edge"))]
+#[cfg(all(
+    feature = "qdrant",
+    feature = "edge",
+    any(test, feature = "qdrant-standin")
+))]
 mod qdrant_fake;
+/// A stand-in Qdrant server for tests in other crates (cargo feature
+/// `qdrant-standin`), for machines where no Qdrant server can run: the gRPC
+/// services the adapter calls, each collection a qdrant-edge shard. It proves
+/// the adapter's side of the wire, not a real server's behaviour.
+#[cfg(feature = "qdrant-standin")]
+pub mod qdrant_standin {
+    pub use crate::qdrant_fake::start;
+}
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
 

@@ -46,8 +46,9 @@ pub(crate) struct FakeQdrant {
     collections: Arc<Mutex<HashMap<String, Arc<Collection>>>>,
 }
 
-/// Starts the server on a free local port; it lives until the runtime ends.
-pub(crate) async fn start() -> SocketAddr {
+/// Starts the server on a free local port; it lives until the runtime ends
+/// (dropping the runtime drops every collection and its files).
+pub async fn start() -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let fake = FakeQdrant::default();

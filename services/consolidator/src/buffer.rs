@@ -23,6 +23,21 @@ pub struct Conversation {
 #[error("message buffer failed: {0}")]
 pub struct BufferError(pub String);
 
+/// A conversation claimed for consolidation ([`MessageBuffer::claim`]);
+/// the claim ends when this is dropped.
+#[derive(Default)]
+pub struct ConversationClaim {
+    _held: Option<Box<dyn std::any::Any + Send>>,
+}
+
+impl ConversationClaim {
+    pub fn holding(held: impl std::any::Any + Send) -> Self {
+        ConversationClaim {
+            _held: Some(Box::new(held)),
+        }
+    }
+}
+
 #[async_trait]
 pub trait MessageBuffer: Send + Sync + 'static {
     /// Adds a message (idempotent on the event id); returns how many wait in
@@ -60,6 +75,16 @@ pub trait MessageBuffer: Send + Sync + 'static {
         tenant: &TenantId,
         subject: &SubjectId,
     ) -> Result<u64, BufferError>;
+    /// Waits until no other process consolidates `conversation`, and keeps
+    /// it that way until the claim is dropped. Processes sharing a buffer
+    /// (scale-out: every consolidator's idle sweeper sees every
+    /// conversation) would otherwise drain one conversation at once, batch
+    /// its waiting messages differently, and create the same memories
+    /// twice. The default claims nothing: a buffer only one process uses is
+    /// serialised by that process (`Consolidator::drain`).
+    async fn claim(&self, _conversation: &Conversation) -> Result<ConversationClaim, BufferError> {
+        Ok(ConversationClaim::default())
+    }
 }
 
 pub struct SqliteMessageBuffer {

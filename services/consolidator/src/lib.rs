@@ -54,6 +54,8 @@ impl Consolidator {
 
     pub async fn drain(&self, conversation: &Conversation) -> Result<Outcome, PipelineError> {
         let _running = self.running.lock().await;
+        // ...and across processes sharing the buffer (scale-out).
+        let _claim = self.pipeline.buffer.claim(conversation).await?;
         let outcome = self.pipeline.drain(conversation).await?;
         if outcome.messages > 0 {
             tracing::info!(

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use mnemo_domain::{EventId, SubjectId, TenantId};
 use mnemo_pg::{PgError, SystemPool, TenantPool};
 
-use super::{BufferError, Conversation, MessageBuffer};
+use super::{BufferError, Conversation, ConversationClaim, MessageBuffer};
 
 pub struct PostgresMessageBuffer {
     tenant: TenantPool,
@@ -44,6 +44,31 @@ fn conversation(
 
 #[async_trait]
 impl MessageBuffer for PostgresMessageBuffer {
+    /// A transaction-scoped advisory lock on the conversation, held by an
+    /// open transaction of the system role until the claim is dropped (the
+    /// rollback releases it; so does the server when a killed process's
+    /// connection goes away). Found by the cross-process scale-out test:
+    /// without it two consolidators' drains of one conversation created
+    /// its memories twice.
+    async fn claim(&self, conversation: &Conversation) -> Result<ConversationClaim, BufferError> {
+        let mut tx = self.system.pool().begin().await.map_err(failed)?;
+        // Debug quotes each part: no two conversations share a key text.
+        let key = format!(
+            "consolidation {:?}",
+            (
+                conversation.tenant.as_str(),
+                conversation.subject.as_str(),
+                &conversation.session
+            )
+        );
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(key)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+        Ok(ConversationClaim::holding(tx))
+    }
+
     async fn add(
         &self,
         conversation: &Conversation,
