@@ -211,3 +211,44 @@ async fn a_second_server_on_the_same_data_dir_is_refused() {
     };
     assert!(error.contains("another mnemo serve is running"), "{error}");
 }
+
+/// With a Qdrant server (here the stand-in over qdrant-edge, the real one
+/// when `TEST_QDRANT_URL` is set), a new embedding space is a new
+/// collection, filled from the log before the server answers.
+#[tokio::test]
+async fn a_model_change_fills_a_new_qdrant_collection_from_the_log() {
+    let url = match std::env::var("TEST_QDRANT_URL") {
+        Ok(url) => url,
+        Err(_) => format!(
+            "http://{}",
+            mnemo_vector_index::qdrant_standin::start().await
+        ),
+    };
+    let prefix = format!("mnemo-test-{}-", uuid::Uuid::new_v4().simple());
+    let with = |dimension: &'static str| {
+        vec![
+            ("MNEMO_EMBED_DIMENSION", dimension),
+            ("MNEMO_QDRANT_URL", url.as_str()),
+            ("MNEMO_QDRANT_COLLECTION_PREFIX", prefix.as_str()),
+        ]
+    };
+    let app = spawn_app_in(tempfile::tempdir().unwrap(), &with("256")).await;
+    let token = app.admin("acme");
+    app.memory(&token, "lou", "Repairs old clocks as a hobby")
+        .await;
+    app.memory(&token, "lou", "Lives on a houseboat in Utrecht")
+        .await;
+    wait_searchable(&app, "acme", "lou", 2).await;
+    let dir = app.stop().await;
+
+    let app = spawn_app_in(dir, &with("384")).await;
+    let found = search(&app, &token, "lou", "clocks").await;
+    assert_eq!(
+        found.first().map(String::as_str),
+        Some("Repairs old clocks as a hobby")
+    );
+    let acme = TenantId::parse("acme").unwrap();
+    assert_eq!(app.index.count(&acme, None).await.unwrap(), 2);
+    // Nothing of the vectors is in the data dir: they are in Qdrant.
+    assert!(!app.dir.path().join("vectors").exists());
+}
