@@ -208,15 +208,17 @@ pub async fn open_vector_index(
     Ok(index)
 }
 
-/// The erasure step for the SQLite read model: delete the rows, then empty
-/// the write-ahead log so no copy of the deleted pages survives in it.
-struct SqliteReadModelErasure {
+/// The erasure step for the read model: delete the subject's rows. On SQLite
+/// it then empties the write-ahead log so no copy of the deleted pages
+/// survives in it; on PostgreSQL the rows' bytes leave the disk with vacuum
+/// (see docs/postgres.md).
+struct ReadModelErasure {
     read_model: Arc<dyn MemoryReadModel>,
-    pool: SqlitePool,
+    sqlite: Option<SqlitePool>,
 }
 
 #[async_trait]
-impl ErasureTarget for SqliteReadModelErasure {
+impl ErasureTarget for ReadModelErasure {
     async fn erase_subject(
         &self,
         tenant: &TenantId,
@@ -227,9 +229,11 @@ impl ErasureTarget for SqliteReadModelErasure {
             .delete_subject(tenant, subject)
             .await
             .map_err(|e| e.to_string())?;
-        sqlite::checkpoint_truncate(&self.pool)
-            .await
-            .map_err(|e| e.to_string())?;
+        if let Some(pool) = &self.sqlite {
+            sqlite::checkpoint_truncate(pool)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
         Ok(ErasureStep {
             store: "memory_read_model".to_owned(),
             action: "rows_deleted".to_owned(),
@@ -367,15 +371,13 @@ impl Stores {
     /// The erasure step for the read model (run last: on SQLite it also
     /// truncates the write-ahead log, after every delete).
     fn read_model_erasure(&self) -> Arc<dyn ErasureTarget> {
-        match &self.backend {
-            Backend::Sqlite(pool) => Arc::new(SqliteReadModelErasure {
-                read_model: self.read_model.clone(),
-                pool: pool.clone(),
-            }),
-            Backend::Postgres { .. } => Arc::new(PostgresReadModelErasure {
-                read_model: self.read_model.clone(),
-            }),
-        }
+        Arc::new(ReadModelErasure {
+            read_model: self.read_model.clone(),
+            sqlite: match &self.backend {
+                Backend::Sqlite(pool) => Some(pool.clone()),
+                Backend::Postgres { .. } => None,
+            },
+        })
     }
 
     async fn ping(&self) -> Result<(), String> {
@@ -422,33 +424,6 @@ fn with_user(url: &str, user: &str) -> anyhow::Result<String> {
         .context("the database URL has no scheme")?;
     let host_and_rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
     Ok(format!("{scheme}://{user}@{host_and_rest}"))
-}
-
-/// The erasure step for the PostgreSQL read model: the rows are deleted;
-/// their bytes leave the disk with vacuum (see docs/postgres.md).
-struct PostgresReadModelErasure {
-    read_model: Arc<dyn MemoryReadModel>,
-}
-
-#[async_trait]
-impl ErasureTarget for PostgresReadModelErasure {
-    async fn erase_subject(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectId,
-    ) -> Result<ErasureStep, String> {
-        let deleted = self
-            .read_model
-            .delete_subject(tenant, subject)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(ErasureStep {
-            store: "memory_read_model".to_owned(),
-            action: "rows_deleted".to_owned(),
-            count: deleted,
-            note: None,
-        })
-    }
 }
 
 /// The event log, opened for a tool running beside (or instead of) the
