@@ -217,6 +217,29 @@ impl MasterKey {
         Ok(out)
     }
 
+    /// Unwraps a stored key row: what every key store does with what it
+    /// read. The recorded master key id is compared first, so a wrong master
+    /// key gets its own clear error ([`CryptoError::WrongMasterKey`]) instead
+    /// of looking like corruption.
+    pub fn unwrap_stored(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        key_id: &str,
+        wrapped: &[u8],
+        master_key_id: &str,
+    ) -> Result<DataKey, CryptoError> {
+        let current = self.id();
+        if master_key_id != current {
+            return Err(CryptoError::WrongMasterKey {
+                key_id: key_id.to_owned(),
+                stored: master_key_id.to_owned(),
+                current,
+            });
+        }
+        self.unwrap_data_key(tenant, subject, key_id, wrapped)
+    }
+
     /// Reverses [`MasterKey::wrap_data_key`]; [`CryptoError::Unwrap`] when the
     /// blob is corrupt, wrapped for another place, or by another master key.
     pub fn unwrap_data_key(

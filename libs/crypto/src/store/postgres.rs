@@ -31,28 +31,6 @@ impl PostgresSubjectKeyStore {
         Self { pool, master }
     }
 
-    fn unwrap_row(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectId,
-        key_id: &str,
-        wrapped: &[u8],
-        master_key_id: &str,
-    ) -> Result<DataKey, CryptoError> {
-        // Compared first so a wrong master key gets its own clear error
-        // instead of looking like corruption.
-        let current = self.master.id();
-        if master_key_id != current {
-            return Err(CryptoError::WrongMasterKey {
-                key_id: key_id.to_owned(),
-                stored: master_key_id.to_owned(),
-                current,
-            });
-        }
-        self.master
-            .unwrap_data_key(tenant, subject, key_id, wrapped)
-    }
-
     fn key_ref(
         &self,
         tenant: &TenantId,
@@ -60,7 +38,9 @@ impl PostgresSubjectKeyStore {
         row: (String, Vec<u8>, String),
     ) -> Result<KeyRef, CryptoError> {
         let (key_id, wrapped, master_key_id) = row;
-        let key = self.unwrap_row(tenant, subject, &key_id, &wrapped, &master_key_id)?;
+        let key = self
+            .master
+            .unwrap_stored(tenant, subject, &key_id, &wrapped, &master_key_id)?;
         Ok(KeyRef {
             key_id,
             key: Arc::new(key),
@@ -146,7 +126,8 @@ impl SubjectKeyStore for PostgresSubjectKeyStore {
         .await?;
         tx.commit().await?;
         row.map(|(wrapped, master_key_id)| {
-            self.unwrap_row(tenant, subject, key_id, &wrapped, &master_key_id)
+            self.master
+                .unwrap_stored(tenant, subject, key_id, &wrapped, &master_key_id)
                 .map(Arc::new)
         })
         .transpose()

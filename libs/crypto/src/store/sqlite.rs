@@ -26,28 +26,6 @@ impl SqliteSubjectKeyStore {
         Self { pool, master }
     }
 
-    fn unwrap_row(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectId,
-        key_id: &str,
-        wrapped: &[u8],
-        master_key_id: &str,
-    ) -> Result<DataKey, CryptoError> {
-        // Compared first so a wrong master key gets its own clear error
-        // instead of looking like corruption.
-        let current = self.master.id();
-        if master_key_id != current {
-            return Err(CryptoError::WrongMasterKey {
-                key_id: key_id.to_owned(),
-                stored: master_key_id.to_owned(),
-                current,
-            });
-        }
-        self.master
-            .unwrap_data_key(tenant, subject, key_id, wrapped)
-    }
-
     async fn live(
         &self,
         tenant: &TenantId,
@@ -62,7 +40,9 @@ impl SqliteSubjectKeyStore {
         .fetch_optional(&self.pool)
         .await?;
         row.map(|(key_id, wrapped, master_key_id)| {
-            let key = self.unwrap_row(tenant, subject, &key_id, &wrapped, &master_key_id)?;
+            let key =
+                self.master
+                    .unwrap_stored(tenant, subject, &key_id, &wrapped, &master_key_id)?;
             Ok(KeyRef {
                 key_id,
                 key: Arc::new(key),
@@ -133,7 +113,8 @@ impl SubjectKeyStore for SqliteSubjectKeyStore {
         .fetch_optional(&self.pool)
         .await?;
         row.map(|(wrapped, master_key_id)| {
-            self.unwrap_row(tenant, subject, key_id, &wrapped, &master_key_id)
+            self.master
+                .unwrap_stored(tenant, subject, key_id, &wrapped, &master_key_id)
                 .map(Arc::new)
         })
         .transpose()
