@@ -43,6 +43,30 @@ pub struct ReplayMarker {
     pub completed_at: Option<DateTime<Utc>>,
 }
 
+impl ReplayMarker {
+    /// A replay into `space`'s collection starting now, from the log's start.
+    pub fn started(space: &mnemo_embed::EmbeddingSpace) -> Self {
+        ReplayMarker {
+            replayed_to: 0,
+            complete: false,
+            model: space.model.clone(),
+            dimension: space.dimension,
+            started_at: Utc::now(),
+            completed_at: None,
+        }
+    }
+
+    /// The same replay, complete up to `position`.
+    pub fn completed(self, position: i64) -> Self {
+        ReplayMarker {
+            replayed_to: position,
+            complete: true,
+            completed_at: Some(Utc::now()),
+            ..self
+        }
+    }
+}
+
 /// What the server should open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Opening {

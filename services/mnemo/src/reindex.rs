@@ -43,17 +43,8 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     let (log, stores) = open_log(settings).await?;
     let space = embedder.space().clone();
     let name = collections.new_generation(&space.collection_name());
-    collections.write_marker(
-        &name,
-        &ReplayMarker {
-            replayed_to: 0,
-            complete: false,
-            model: space.model.clone(),
-            dimension: space.dimension,
-            started_at: chrono::Utc::now(),
-            completed_at: None,
-        },
-    )?;
+    let marker = ReplayMarker::started(&space);
+    collections.write_marker(&name, &marker)?;
     let dir = collections.path(&name);
     let index = Arc::new(
         EdgeVectorIndex::open(&dir, space.dimension)
@@ -111,17 +102,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     bar.finish_and_clear();
     let points = index.stats().await?.points;
     drop(index);
-    collections.write_marker(
-        &name,
-        &ReplayMarker {
-            replayed_to: replayed.position,
-            complete: true,
-            model: space.model.clone(),
-            dimension: space.dimension,
-            started_at: chrono::Utc::now(),
-            completed_at: Some(chrono::Utc::now()),
-        },
-    )?;
+    collections.write_marker(&name, &marker.completed(replayed.position))?;
     println!(
         "built {name}: {} memories replayed, {points} points, complete up to log position {}, in {:.1} s",
         replayed.memories,

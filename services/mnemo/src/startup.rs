@@ -164,17 +164,7 @@ pub async fn open_vector_index(
     if opening.catch_up_from.is_some() && collections.marker(&opening.name)?.is_none() {
         // Marked unfinished before the first point lands, so a crash
         // mid-build is caught up again at the next start.
-        collections.write_marker(
-            &opening.name,
-            &ReplayMarker {
-                replayed_to: 0,
-                complete: false,
-                model: space.model.clone(),
-                dimension: space.dimension,
-                started_at: chrono::Utc::now(),
-                completed_at: None,
-            },
-        )?;
+        collections.write_marker(&opening.name, &ReplayMarker::started(&space))?;
     }
     let dir = collections.path(&opening.name);
     let index = Arc::new(
