@@ -14,8 +14,28 @@ pub struct ConsolidationPolicy {
     /// ...or once it has been quiet this long (seconds).
     #[serde(with = "seconds")]
     pub idle_timeout: Duration,
-    /// Candidates below this confidence are discarded (and counted).
+    /// Candidates below this confidence are discarded (and counted): the
+    /// review threshold of seed 004.
     pub min_confidence: f32,
+    /// Candidates at or above this confidence become memories; those between
+    /// `min_confidence` and this go to the review queue. Unset: 0.85 for the
+    /// LLM strategy, and `min_confidence` for the rules (whose confidences
+    /// are fixed per pattern, so a review band would only hold back a pattern).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto_threshold: Option<f32>,
+    /// A contradiction (`supersede`) between a candidate and a memory both at
+    /// least this important goes to review instead of being decided
+    /// automatically (seed 002 §5.2: an allergy is not overwritten silently).
+    pub protected_importance: f32,
+    /// Rewrite the subject's profile once this many memories were created
+    /// since the last one; 0 turns profiles off.
+    pub profile_every: usize,
+    /// Classify each new memory's relations to its nearest memories (LLM only).
+    pub relations: bool,
+    /// LLM calls and tokens a tenant may spend per UTC day; past either, the
+    /// rules consolidate until the day ends.
+    pub daily_llm_calls: u64,
+    pub daily_llm_tokens: u64,
     /// A candidate at least this similar (cosine) to an existing memory
     /// reinforces it instead of creating another.
     pub similarity_threshold: f32,
@@ -27,7 +47,27 @@ impl Default for ConsolidationPolicy {
             batch_size: 10,
             idle_timeout: Duration::from_secs(120),
             min_confidence: 0.6,
+            auto_threshold: None,
+            protected_importance: 0.75,
+            profile_every: 5,
+            relations: true,
+            daily_llm_calls: 5_000,
+            daily_llm_tokens: 5_000_000,
             similarity_threshold: 0.9,
+        }
+    }
+}
+
+/// The LLM strategy's auto threshold when the tenant sets none (seed 004).
+pub const LLM_AUTO_THRESHOLD: f32 = 0.85;
+
+impl ConsolidationPolicy {
+    /// The auto threshold for candidates of a strategy (`llm`, `rules`).
+    pub fn auto_threshold_for(&self, strategy: &str) -> f32 {
+        match self.auto_threshold {
+            Some(threshold) => threshold.max(self.min_confidence),
+            None if strategy == "llm" => LLM_AUTO_THRESHOLD.max(self.min_confidence),
+            None => self.min_confidence,
         }
     }
 }

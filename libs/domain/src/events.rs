@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::ids::{AgentId, ErasureId, EventId, MemoryId, SessionId, SubjectId, TenantId};
-use crate::memory::{Memory, MemoryKind, MemoryState, Provenance};
+use crate::memory::{Memory, MemoryKind, MemoryRelation, MemoryState, Producer, Provenance};
 use crate::text::SubjectText;
 
 /// Counts of PII found per kind (`{"email": 2}`); never the values.
@@ -122,6 +122,35 @@ pub enum RelationKind {
     Parallel,
 }
 
+impl RelationKind {
+    pub const ALL: [RelationKind; 5] = [
+        RelationKind::Premise,
+        RelationKind::Cause,
+        RelationKind::Refines,
+        RelationKind::Contradicts,
+        RelationKind::Parallel,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RelationKind::Premise => "premise",
+            RelationKind::Cause => "cause",
+            RelationKind::Refines => "refines",
+            RelationKind::Contradicts => "contradicts",
+            RelationKind::Parallel => "parallel",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == raw)
+    }
+
+    /// Edges a "why" follows backwards: `from` explains `to`.
+    pub fn explains(self) -> bool {
+        matches!(self, RelationKind::Premise | RelationKind::Cause)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RelationAdded {
@@ -131,6 +160,32 @@ pub struct RelationAdded {
     pub confidence: f32,
 }
 
+/// What approving a review does besides creating the proposed memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposedAction {
+    /// A new memory.
+    #[default]
+    Create,
+    /// A new memory that supersedes the target (a contradiction).
+    Supersede,
+    /// A new, more precise memory the target is merged into.
+    MergeInto,
+}
+
+impl ProposedAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProposedAction::Create => "create",
+            ProposedAction::Supersede => "supersede",
+            ProposedAction::MergeInto => "merge_into",
+        }
+    }
+}
+
+/// A candidate memory held for a person to decide (seed 004's middle band,
+/// or a contradiction between important memories, seed 002 §5.2). Its
+/// stream is `review-{review_id}`; it is pending until `ReviewResolved`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReviewRequested {
@@ -139,6 +194,26 @@ pub struct ReviewRequested {
     pub kind: MemoryKind,
     pub confidence: f32,
     pub source_event_ids: Vec<EventId>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub action: ProposedAction,
+    /// The existing memory a `supersede` or `merge_into` acts on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<MemoryId>,
+    /// Why it is held (e.g. "confidence in the review band").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<SubjectText>,
+    /// The source messages, shortened, for the reviewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excerpt: Option<SubjectText>,
+    /// Who proposed it (strategy, model, prompt version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producer: Option<Producer>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionId>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pii: PiiCounts,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,6 +224,17 @@ pub enum ReviewDecision {
     Reject,
 }
 
+impl ReviewDecision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewDecision::Approve => "approve",
+            ReviewDecision::Edit => "edit",
+            ReviewDecision::Reject => "reject",
+        }
+    }
+}
+
+/// A person's decision on a review; the reviewer is the event's actor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReviewResolved {
@@ -156,12 +242,82 @@ pub struct ReviewResolved {
     pub decision: ReviewDecision,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited: Option<SubjectText>,
+    /// The memory an approval or an edit created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_id: Option<MemoryId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<SubjectText>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pii: PiiCounts,
 }
 
+/// A subject's rolling summary (seeds 002, 003): the previous summary and
+/// the memories created since, rewritten. Stream `profile-{subject}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileUpdated {
     pub summary: SubjectText,
+    /// The memories folded in by this update.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_ids: Vec<MemoryId>,
+    /// The log position up to which memories are covered.
+    #[serde(default)]
+    pub covers_position: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producer: Option<Producer>,
+}
+
+/// Where confidence routing sent a candidate (seed 004).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Route {
+    /// At or above the auto threshold: a memory (or a reinforcement).
+    Memory,
+    /// Between the two thresholds, or an important contradiction.
+    Review,
+    /// Below the review threshold: dropped, only counted.
+    Discarded,
+}
+
+/// One candidate's confidence and route; no content.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutedCandidate {
+    pub confidence: f32,
+    pub route: Route,
+}
+
+/// The record of one consolidated batch: what answered, what it cost, and
+/// where each candidate went. Holds no subject content, so the review
+/// statistics and the cost report survive an erasure as plain counts.
+/// Stream `consolidation-{subject}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchConsolidated {
+    pub messages: u32,
+    /// The strategy whose candidates were used (`llm`, `rules`).
+    pub strategy: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_version: Option<String>,
+    /// Why the LLM's answer was not used (`budget_exhausted`, `llm_failed: …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    #[serde(default)]
+    pub llm_calls: u32,
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    #[serde(default)]
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub candidates: Vec<RoutedCandidate>,
+    #[serde(default)]
+    pub created: u32,
+    #[serde(default)]
+    pub reinforced: u32,
+    #[serde(default)]
+    pub superseded: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -238,6 +394,7 @@ pub enum DomainEvent {
     ReviewRequested(ReviewRequested),
     ReviewResolved(ReviewResolved),
     ProfileUpdated(ProfileUpdated),
+    BatchConsolidated(BatchConsolidated),
     ExportGenerated(ExportGenerated),
     ConsolidationRequested(ConsolidationRequested),
     ErasureRequested(ErasureRequested),
@@ -320,6 +477,7 @@ catalogue! {
     ReviewRequested(ReviewRequested) = 1,
     ReviewResolved(ReviewResolved) = 1,
     ProfileUpdated(ProfileUpdated) = 1,
+    BatchConsolidated(BatchConsolidated) = 1,
     ExportGenerated(ExportGenerated) = 1,
     ConsolidationRequested(ConsolidationRequested) = 1,
     ErasureRequested(ErasureRequested) = 1,
@@ -366,6 +524,18 @@ pub mod streams {
 
     pub fn subject(subject: &SubjectId) -> String {
         format!("subject-{subject}")
+    }
+
+    pub fn review(id: &MemoryId) -> String {
+        format!("review-{id}")
+    }
+
+    pub fn profile(subject: &SubjectId) -> String {
+        format!("profile-{subject}")
+    }
+
+    pub fn consolidation(subject: &SubjectId) -> String {
+        format!("consolidation-{subject}")
     }
 
     pub fn erasure(id: &ErasureId) -> String {
@@ -441,6 +611,7 @@ impl Memory {
                     agent: created.agent.clone(),
                     reinforcements: 0,
                     superseded_by: None,
+                    relations: Vec::new(),
                     created_at: at,
                     updated_at: at,
                 });
@@ -495,6 +666,19 @@ impl Memory {
                 self.state = MemoryState::Superseded;
                 self.superseded_by = Some(merged.into);
             }
+            DomainEvent::RelationAdded(added) => {
+                let known = self.relations.iter().any(|r| {
+                    r.from == added.from && r.to == added.to && r.relation == added.relation
+                });
+                if !known {
+                    self.relations.push(MemoryRelation {
+                        from: added.from,
+                        to: added.to,
+                        relation: added.relation,
+                        confidence: added.confidence,
+                    });
+                }
+            }
             _ => {}
         }
     }
@@ -534,7 +718,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(decoded, event);
-        assert_eq!(DomainEvent::TYPES.len(), 17);
+        assert_eq!(DomainEvent::TYPES.len(), 18);
     }
 
     #[test]

@@ -15,5 +15,7 @@ pub mod text;
 
 pub use events::{DomainEvent, EventMetadata, NewEvent, RecordedEvent};
 pub use ids::{AgentId, ErasureId, EventId, IdError, MemoryId, SessionId, SubjectId, TenantId};
-pub use memory::{importance_for, Memory, MemoryKind, MemoryState, Producer, Provenance};
+pub use memory::{
+    importance_for, Memory, MemoryKind, MemoryRelation, MemoryState, Producer, Provenance,
+};
 pub use text::SubjectText;

@@ -116,6 +116,28 @@ pub fn importance_for(confidence: f32, kind: MemoryKind) -> f32 {
     (0.3 + 0.5 * confidence.clamp(0.0, 1.0) + bonus).clamp(0.0, 1.0)
 }
 
+/// A typed edge between two memories (seed 002): `from` is the `relation`
+/// of `to` — a premise `to` rests on, a cause of `to`, a refinement of `to`,
+/// or in contradiction / parallel with it. Both memories' streams carry it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryRelation {
+    pub from: MemoryId,
+    pub to: MemoryId,
+    pub relation: crate::events::RelationKind,
+    pub confidence: f32,
+}
+
+impl MemoryRelation {
+    /// The memory at the other end, seen from `me`.
+    pub fn other(&self, me: &MemoryId) -> MemoryId {
+        if &self.from == me {
+            self.to
+        } else {
+            self.from
+        }
+    }
+}
+
 /// A memory as of some version: the fold of its stream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Memory {
@@ -134,6 +156,8 @@ pub struct Memory {
     pub agent: Option<AgentId>,
     pub reinforcements: u32,
     pub superseded_by: Option<MemoryId>,
+    /// Edges to other memories, in the order they were added.
+    pub relations: Vec<MemoryRelation>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }

@@ -10,8 +10,8 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_domain::{
-    AgentId, Memory, MemoryId, MemoryKind, MemoryState, Provenance, SessionId, SubjectId,
-    SubjectText, TenantId,
+    AgentId, Memory, MemoryId, MemoryKind, MemoryRelation, MemoryState, Provenance, SessionId,
+    SubjectId, SubjectText, TenantId,
 };
 use mnemo_pg::{PgError, SystemPool, TenantPool};
 use sqlx::postgres::PgRow;
@@ -44,7 +44,7 @@ fn pg(error: PgError) -> ReadModelError {
 
 const COLUMNS: &str = "memory_id, subject_id, kind, content, tags, confidence, importance, \
      state, version, provenance, session_id, agent_id, reinforcements, superseded_by, \
-     created_at, updated_at";
+     created_at, updated_at, relations";
 
 fn decode(row: &PgRow) -> Result<Memory, ReadModelError> {
     let corrupt = |what: &str| ReadModelError::Corrupt(what.to_owned());
@@ -60,6 +60,8 @@ fn decode(row: &PgRow) -> Result<Memory, ReadModelError> {
     let Json(provenance): Json<Provenance> = row
         .try_get("provenance")
         .map_err(|_| corrupt("provenance"))?;
+    let Json(relations): Json<Vec<MemoryRelation>> =
+        row.try_get("relations").map_err(|_| corrupt("relations"))?;
     Ok(Memory {
         id: MemoryId::parse(&id).map_err(|_| corrupt("memory_id"))?,
         subject: SubjectId::parse(subject).map_err(|_| corrupt("subject_id"))?,
@@ -84,6 +86,7 @@ fn decode(row: &PgRow) -> Result<Memory, ReadModelError> {
             .map(|id| MemoryId::parse(&id))
             .transpose()
             .map_err(|_| corrupt("superseded_by"))?,
+        relations,
         created_at: row.get::<DateTime<Utc>, _>("created_at"),
         updated_at: row.get::<DateTime<Utc>, _>("updated_at"),
     })
@@ -101,14 +104,14 @@ impl MemoryReadModel for PostgresMemoryReadModel {
         sqlx::query(
             "INSERT INTO memories (tenant_id, memory_id, subject_id, kind, content, tags, confidence, \
              importance, state, version, provenance, session_id, agent_id, reinforcements, superseded_by, \
-             created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+             created_at, updated_at, relations) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
              ON CONFLICT (tenant_id, memory_id) DO UPDATE SET kind = excluded.kind, \
              content = excluded.content, tags = excluded.tags, confidence = excluded.confidence, \
              importance = excluded.importance, state = excluded.state, version = excluded.version, \
              provenance = excluded.provenance, reinforcements = excluded.reinforcements, \
-             superseded_by = excluded.superseded_by, updated_at = excluded.updated_at \
-             WHERE excluded.version > memories.version",
+             superseded_by = excluded.superseded_by, updated_at = excluded.updated_at, \
+             relations = excluded.relations WHERE excluded.version > memories.version",
         )
         .bind(tenant.as_str())
         .bind(memory.id.to_string())
@@ -127,6 +130,7 @@ impl MemoryReadModel for PostgresMemoryReadModel {
         .bind(memory.superseded_by.map(|id| id.to_string()))
         .bind(memory.created_at)
         .bind(memory.updated_at)
+        .bind(Json(&memory.relations))
         .execute(&mut *tx)
         .await
         .map_err(backend)?;

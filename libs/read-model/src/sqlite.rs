@@ -34,6 +34,7 @@ fn decode(row: &sqlx::sqlite::SqliteRow) -> Result<Memory, ReadModelError> {
     let state: String = row.get("state");
     let tags: String = row.get("tags");
     let provenance: String = row.get("provenance");
+    let relations: String = row.get("relations");
     let session: Option<String> = row.get("session_id");
     let agent: Option<String> = row.get("agent_id");
     let superseded_by: Option<String> = row.get("superseded_by");
@@ -71,6 +72,7 @@ fn decode(row: &sqlx::sqlite::SqliteRow) -> Result<Memory, ReadModelError> {
             .map(|id| MemoryId::parse(&id))
             .transpose()
             .map_err(|_| corrupt("superseded_by"))?,
+        relations: serde_json::from_str(&relations).map_err(|_| corrupt("relations"))?,
         created_at: time(created_at)?,
         updated_at: time(updated_at)?,
     })
@@ -84,6 +86,7 @@ impl MemoryReadModel for SqliteMemoryReadModel {
         };
         let tags = serde_json::to_string(&memory.tags).expect("tags serialize");
         let provenance = serde_json::to_string(&memory.provenance).expect("provenance serializes");
+        let relations = serde_json::to_string(&memory.relations).expect("relations serialize");
         let mut tx = self
             .pool
             .begin_with("BEGIN IMMEDIATE")
@@ -92,13 +95,13 @@ impl MemoryReadModel for SqliteMemoryReadModel {
         let written = sqlx::query(
             "INSERT INTO memories (tenant_id, memory_id, subject_id, kind, content, tags, confidence, \
              importance, state, version, provenance, session_id, agent_id, reinforcements, superseded_by, \
-             created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             created_at, updated_at, relations) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
              ON CONFLICT (tenant_id, memory_id) DO UPDATE SET kind = excluded.kind, \
              content = excluded.content, tags = excluded.tags, confidence = excluded.confidence, \
              importance = excluded.importance, state = excluded.state, version = excluded.version, \
              provenance = excluded.provenance, reinforcements = excluded.reinforcements, \
-             superseded_by = excluded.superseded_by, updated_at = excluded.updated_at \
-             WHERE excluded.version > memories.version",
+             superseded_by = excluded.superseded_by, updated_at = excluded.updated_at, \
+             relations = excluded.relations WHERE excluded.version > memories.version",
         )
         .bind(tenant.as_str())
         .bind(memory.id.to_string())
@@ -117,6 +120,7 @@ impl MemoryReadModel for SqliteMemoryReadModel {
         .bind(memory.superseded_by.map(|id| id.to_string()))
         .bind(memory.created_at.timestamp_micros())
         .bind(memory.updated_at.timestamp_micros())
+        .bind(relations)
         .execute(&mut *tx)
         .await
         .map_err(backend)?;

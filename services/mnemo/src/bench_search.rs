@@ -601,6 +601,7 @@ async fn generate(size: usize, embedder: &Arc<dyn Embedder>) -> anyhow::Result<D
                 agent: None,
                 reinforcements: 0,
                 superseded_by: None,
+                relations: Vec::new(),
                 created_at: at,
                 updated_at: at,
             }

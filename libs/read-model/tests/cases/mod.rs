@@ -4,9 +4,10 @@
 #![allow(dead_code)]
 
 use chrono::Utc;
+use mnemo_domain::events::RelationKind;
 use mnemo_domain::{
-    Memory, MemoryId, MemoryKind, MemoryState, Producer, Provenance, SubjectId, SubjectText,
-    TenantId,
+    Memory, MemoryId, MemoryKind, MemoryRelation, MemoryState, Producer, Provenance, SubjectId,
+    SubjectText, TenantId,
 };
 use mnemo_read_model::{MemoryFilter, MemoryReadModel, ReadModelError};
 
@@ -29,6 +30,7 @@ pub fn memory(subject: &str, kind: MemoryKind, content: &str, tags: &[&str]) -> 
         agent: None,
         reinforcements: 0,
         superseded_by: None,
+        relations: Vec::new(),
         created_at: Utc::now(),
         updated_at: Utc::now(),
     }
@@ -176,6 +178,20 @@ pub async fn round_trips_every_field(model: &dyn MemoryReadModel) {
     m.superseded_by = Some(MemoryId::new());
     m.created_at = at - chrono::Duration::days(2);
     m.updated_at = at;
+    m.relations = vec![
+        MemoryRelation {
+            from: MemoryId::new(),
+            to: m.id,
+            relation: RelationKind::Premise,
+            confidence: 0.8,
+        },
+        MemoryRelation {
+            from: m.id,
+            to: MemoryId::new(),
+            relation: RelationKind::Contradicts,
+            confidence: 0.5,
+        },
+    ];
     model.upsert(&t, &m).await.unwrap();
     assert_eq!(model.get(&t, &m.id).await.unwrap(), Some(m));
 }
