@@ -40,12 +40,14 @@ pub enum ParseError {
 /// top-level `{…}` or `[…]` is taken, braces inside strings do not count),
 /// and trailing commas before `}` or `]`.
 pub fn parse_json(text: &str) -> Result<Value, ParseError> {
-    let text = strip_think(text.trim_start_matches('\u{feff}')).trim();
-    if text.is_empty() {
-        return Err(ParseError::Empty);
-    }
+    let text = text.trim_start_matches('\u{feff}').trim();
+    // Valid JSON parses unchanged, even with "</think>" inside a string.
     if let Ok(value) = serde_json::from_str(text) {
         return Ok(value);
+    }
+    let text = strip_think(text).trim();
+    if text.is_empty() {
+        return Err(ParseError::Empty);
     }
     let mut first_error = None;
     if let Some(fenced) = fenced_block(text) {
@@ -74,7 +76,8 @@ pub fn parse<T: DeserializeOwned>(text: &str) -> Result<T, ParseError> {
 /// start (after whitespace) is dropped; an unterminated one leaves nothing.
 /// Templates that put the opening tag in the prompt (DeepSeek-R1) produce
 /// `…</think>answer` with no opening tag: when the text has a closing tag and
-/// no opening one, everything up to it is dropped too.
+/// no opening one, everything up to it is dropped too — unless the text
+/// starts like JSON (`{`, `[` or `"`), where the tag is string content.
 pub fn strip_think(text: &str) -> &str {
     const OPEN: &str = "<think>";
     const CLOSE: &str = "</think>";
@@ -85,7 +88,7 @@ pub fn strip_think(text: &str) -> &str {
             None => "",
         };
     }
-    if !trimmed.contains(OPEN) {
+    if !trimmed.starts_with(['{', '[', '"']) && !trimmed.contains(OPEN) {
         if let Some(end) = trimmed.find(CLOSE) {
             return trimmed[end + CLOSE.len()..].trim_start();
         }
@@ -377,5 +380,10 @@ mod tests {
         assert_eq!(strip_think("plain"), "plain");
         assert_eq!(strip_think("  <think>a</think>  b"), "b");
         assert_eq!(strip_think("a <think>b</think> c"), "a <think>b</think> c");
+        assert_eq!(strip_think(r#"{"a": "</think>"}"#), r#"{"a": "</think>"}"#);
+        assert_eq!(
+            parse_json(r#"{"a": "x</think>y"}"#).unwrap(),
+            json!({"a": "x</think>y"})
+        );
     }
 }

@@ -39,7 +39,11 @@ pub struct OpenAiChat {
 enum Failure {
     /// Worth another attempt after a pause.
     Transient {
+        /// For errors and logs: the status and the server's (bounded)
+        /// message, or the transport error chain.
         reason: String,
+        /// The HTTP status, when there was one.
+        status: Option<u16>,
         retry_after: Option<std::time::Duration>,
     },
     /// A 4xx that retrying cannot fix; `format_complaint` when it looks like
@@ -202,6 +206,7 @@ impl OpenAiChat {
         if is_transient_status(status) {
             return Err(Failure::Transient {
                 reason: format!("status {}: {message}", status.as_u16()),
+                status: Some(status.as_u16()),
                 retry_after,
             });
         }
@@ -317,13 +322,21 @@ impl LanguageModel for OpenAiChat {
                 }
                 Err(Failure::Transient {
                     reason,
+                    status,
                     retry_after,
                 }) => {
+                    // Logs get the status, or the transport error (which
+                    // never holds a body), never a server's message: it
+                    // might echo the prompt.
+                    let cause = match status {
+                        Some(status) => format!("status {status}"),
+                        None => reason.clone(),
+                    };
                     if retries >= self.config.max_retries {
                         tracing::warn!(
                             model = %self.config.model,
                             attempts,
-                            reason = %reason,
+                            cause = %cause,
                             "llm request failed; retries exhausted"
                         );
                         return Err(LlmError::Transient(format!(
@@ -336,7 +349,7 @@ impl LanguageModel for OpenAiChat {
                         attempt = attempts,
                         max_retries = self.config.max_retries,
                         delay_ms = delay.as_millis() as u64,
-                        reason = %reason,
+                        cause = %cause,
                         "llm request failed; retrying"
                     );
                     tokio::time::sleep(delay).await;
@@ -352,6 +365,7 @@ fn transport_failure(error: reqwest::Error) -> Failure {
         TransportFailure::Config(message) => Failure::Fatal(LlmError::Config(message)),
         TransportFailure::Transient(reason) => Failure::Transient {
             reason,
+            status: None,
             retry_after: None,
         },
     }

@@ -30,6 +30,23 @@
 //! Prompts and answers hold end-user data: nothing in this crate logs them or
 //! puts them in error messages. Logs carry status codes, attempts, the model
 //! and token counts.
+//!
+//! ```no_run
+//! use mnemo_llm::{answer, AnswerSchema, ChatRequest, LanguageModel, LlmConfig, OpenAiChat};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let chat = OpenAiChat::new(LlmConfig::new("http://localhost:11434/v1", "qwen2.5:7b"))?;
+//! let request = ChatRequest::new("Extract durable facts as JSON.", "User: I like green tea.")
+//!     .with_schema(AnswerSchema::new(
+//!         "memories",
+//!         serde_json::json!({"type": "object", "properties": {"memories": {"type": "array"}}}),
+//!     ));
+//! let completion = chat.complete(&request).await?;
+//! let facts = answer::parse_json(&completion.text)?;
+//! # let _ = facts;
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod answer;
 mod chat;
