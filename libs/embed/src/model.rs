@@ -305,18 +305,9 @@ pub(crate) async fn publish(staging: &Path, target: &Path) -> Result<(), String>
     }
 }
 
-/// reqwest's top-level message hides the cause ("error sending request");
-/// the chain says "connection refused" or "dns error".
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
-}
+// reqwest's top-level message hides the cause ("error sending request");
+// the chain says "connection refused" or "dns error".
+pub(crate) use mnemo_llm::retry::error_chain;
 
 #[cfg(test)]
 mod tests {

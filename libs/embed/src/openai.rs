@@ -4,26 +4,24 @@
 //! Transient failures — 429, 408, 5xx, timeouts, dropped connections — are
 //! retried with exponential backoff and jitter, waiting at least as long as
 //! a `Retry-After` header asks; any other 4xx fails at once because sending
-//! the same request again cannot fix it. Answers are checked (one vector per
+//! the same request again cannot fix it. That policy is shared with the chat
+//! client and lives in [`mnemo_llm::retry`]. Answers are checked (one vector per
 //! input, in `index` order, all of the space's dimension) and re-normalised,
 //! since not every server returns unit vectors.
 
 use std::time::Duration;
 
+use mnemo_llm::retry::{
+    classify_transport_error, is_transient_status, upstream_message, Backoff, TransportFailure,
+};
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
-use crate::model::error_chain;
 use crate::{l2_normalize, EmbedError, Embedder, EmbeddingSpace};
 
 const DEFAULT_BATCH_SIZE: usize = 64;
 const DEFAULT_MAX_RETRIES: u32 = 4;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-const INITIAL_BACKOFF: Duration = Duration::from_millis(250);
-const MAX_BACKOFF: Duration = Duration::from_secs(8);
-/// A server asking for a longer pause is capped here: past a minute the
-/// caller is better served by an error than by a hung request.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// The text sent once to learn an endpoint's dimension; not subject content.
 const PROBE_TEXT: &str = "dimension probe";
 
@@ -152,7 +150,7 @@ impl OpenAiEmbedder {
                             last_error: reason,
                         });
                     }
-                    let delay = retry_delay(attempt, retry_after);
+                    let delay = Backoff::default().delay(attempt, retry_after);
                     tracing::warn!(
                         model = %self.config.model,
                         attempt = attempt + 1,
@@ -184,7 +182,7 @@ impl OpenAiEmbedder {
         }
         let response = request.send().await.map_err(transport_failure)?;
         let status = response.status();
-        let retry_after = parse_retry_after(response.headers());
+        let retry_after = Backoff::default().retry_after(response.headers());
         let bytes = response.bytes().await.map_err(transport_failure)?;
         if status.is_success() {
             return serde_json::from_slice(&bytes).map_err(|e| {
@@ -192,10 +190,7 @@ impl OpenAiEmbedder {
             });
         }
         let message = upstream_message(&bytes);
-        if status == reqwest::StatusCode::TOO_MANY_REQUESTS
-            || status == reqwest::StatusCode::REQUEST_TIMEOUT
-            || status.is_server_error()
-        {
+        if is_transient_status(status) {
             return Err(Failure::Transient {
                 reason: format!("status {}: {message}", status.as_u16()),
                 retry_after,
@@ -236,73 +231,13 @@ enum Failure {
 }
 
 fn transport_failure(error: reqwest::Error) -> Failure {
-    if error.is_builder() {
-        return Failure::Fatal(EmbedError::InvalidConfig(error_chain(&error)));
+    match classify_transport_error(&error) {
+        TransportFailure::Config(message) => Failure::Fatal(EmbedError::InvalidConfig(message)),
+        TransportFailure::Transient(reason) => Failure::Transient {
+            reason,
+            retry_after: None,
+        },
     }
-    // Timeouts, refused or reset connections, bodies cut short: all worth
-    // retrying. The chain never contains the request body.
-    let kind = if error.is_timeout() {
-        "timeout"
-    } else if error.is_connect() {
-        "connection failed"
-    } else {
-        "transport error"
-    };
-    Failure::Transient {
-        reason: format!("{kind}: {}", error_chain(&error)),
-        retry_after: None,
-    }
-}
-
-/// `Retry-After` in seconds (the form rate limiters use); HTTP dates fall back
-/// to plain backoff.
-fn parse_retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    let seconds: f64 = value.trim().parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0)
-        .then(|| Duration::from_secs_f64(seconds).min(MAX_RETRY_AFTER))
-}
-
-/// Exponential backoff with "equal jitter" (half fixed, half random) so that
-/// clients hit by the same outage spread out, but never below what the
-/// server asked for.
-fn retry_delay(attempt: u32, retry_after: Option<Duration>) -> Duration {
-    let exponential = INITIAL_BACKOFF
-        .saturating_mul(1u32 << attempt.min(16))
-        .min(MAX_BACKOFF);
-    let half = exponential / 2;
-    let jittered = half + half.mul_f64(rand::random::<f64>());
-    match retry_after {
-        Some(asked) => jittered.max(asked),
-        None => jittered,
-    }
-}
-
-/// The server's own explanation, from `{"error": {"message": …}}` or
-/// `{"error": "…"}`, else the raw body; cut short so that a misbehaving
-/// server echoing our request cannot put subject text into our errors.
-fn upstream_message(body: &[u8]) -> String {
-    const MAX_CHARS: usize = 200;
-    let parsed: Option<serde_json::Value> = serde_json::from_slice(body).ok();
-    let message = parsed
-        .as_ref()
-        .and_then(|v| v.get("error"))
-        .and_then(|e| {
-            e.get("message")
-                .and_then(|m| m.as_str())
-                .or_else(|| e.as_str())
-        })
-        .map(str::to_owned)
-        .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
-    let message = message.trim();
-    if message.is_empty() {
-        return "(empty body)".into();
-    }
-    let mut cut: String = message.chars().take(MAX_CHARS).collect();
-    if cut.len() < message.len() {
-        cut.push('…');
-    }
-    cut
 }
 
 #[derive(Deserialize)]
@@ -367,50 +302,4 @@ fn check_answer(
         }
     }
     Ok(vectors)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retry_delay_grows_is_capped_and_respects_retry_after() {
-        for attempt in 0..20 {
-            let delay = retry_delay(attempt, None);
-            let nominal = INITIAL_BACKOFF
-                .saturating_mul(1u32 << attempt.min(16))
-                .min(MAX_BACKOFF);
-            assert!(
-                delay >= nominal / 2 && delay <= nominal,
-                "{attempt}: {delay:?}"
-            );
-        }
-        assert!(retry_delay(0, Some(Duration::from_secs(3))) >= Duration::from_secs(3));
-    }
-
-    #[test]
-    fn retry_after_parses_seconds_and_caps_them() {
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert(reqwest::header::RETRY_AFTER, "2".parse().unwrap());
-        assert_eq!(parse_retry_after(&headers), Some(Duration::from_secs(2)));
-        headers.insert(reqwest::header::RETRY_AFTER, "86400".parse().unwrap());
-        assert_eq!(parse_retry_after(&headers), Some(MAX_RETRY_AFTER));
-        headers.insert(
-            reqwest::header::RETRY_AFTER,
-            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
-        );
-        assert_eq!(parse_retry_after(&headers), None);
-    }
-
-    #[test]
-    fn upstream_message_prefers_the_error_field_and_is_bounded() {
-        assert_eq!(
-            upstream_message(br#"{"error":{"message":"bad model","type":"x"}}"#),
-            "bad model"
-        );
-        assert_eq!(upstream_message(br#"{"error":"nope"}"#), "nope");
-        assert_eq!(upstream_message(b""), "(empty body)");
-        let long = "x".repeat(1000);
-        assert!(upstream_message(long.as_bytes()).chars().count() <= 201);
-    }
 }
