@@ -81,6 +81,24 @@ struct RawSettings {
     kafka: RawKafka,
     #[serde(default)]
     qdrant: RawQdrant,
+    #[serde(default)]
+    llm: RawLlm,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLlm {
+    base_url: Option<String>,
+    api_key: Option<String>,
+    model: Option<String>,
+    temperature: Option<f32>,
+    timeout_seconds: Option<f64>,
+    max_retries: Option<u32>,
+    response_format: Option<String>,
+    prompts_dir: Option<PathBuf>,
+    attempts: Option<u32>,
+    price_input_per_million: Option<f64>,
+    price_output_per_million: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -306,6 +324,31 @@ pub struct QdrantSettings {
     pub collection_prefix: String,
 }
 
+/// An OpenAI-compatible chat endpoint for consolidation (docs/llm.md).
+/// None: the rules consolidate, as before.
+#[derive(Debug, Clone)]
+pub struct LlmSettings {
+    /// Up to the API version: `https://api.openai.com/v1`,
+    /// `http://localhost:11434/v1` (Ollama), an Azure deployment URL.
+    pub base_url: String,
+    pub api_key: Option<SecretString>,
+    pub model: String,
+    pub temperature: f32,
+    /// Per HTTP attempt.
+    pub timeout: Duration,
+    /// HTTP retries on 429/5xx/timeouts, after the first attempt.
+    pub max_retries: u32,
+    /// `json_schema`, `json_object` or `none`.
+    pub response_format: String,
+    /// The operator's prompt set; None: the built-in one.
+    pub prompts_dir: Option<PathBuf>,
+    /// Answers asked for per call before the batch falls back to the rules.
+    pub attempts: u32,
+    /// Price per million tokens, for the cost report (0 when unknown).
+    pub price_input_per_million: f64,
+    pub price_output_per_million: f64,
+}
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub data_dir: PathBuf,
@@ -326,6 +369,8 @@ pub struct Settings {
     pub kafka: Option<KafkaSettings>,
     /// None: qdrant-edge in the data dir.
     pub qdrant: Option<QdrantSettings>,
+    /// None: rule-based consolidation only.
+    pub llm: Option<LlmSettings>,
 }
 
 impl Settings {
@@ -613,6 +658,96 @@ pub fn load_from(
         None => None,
     };
 
+    let raw_llm = raw.llm;
+    let llm_url = get("MNEMO_LLM_BASE_URL").or(raw_llm.base_url);
+    let llm_model = get("MNEMO_LLM_MODEL").or(raw_llm.model);
+    let llm = match (llm_url, llm_model) {
+        (None, None) => None,
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(invalid(
+                "llm (MNEMO_LLM_BASE_URL, MNEMO_LLM_MODEL)",
+                "both the base URL and the model, or neither",
+            ))
+        }
+        (Some(base_url), Some(model)) => {
+            if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+                return Err(invalid(
+                    "llm.base_url (MNEMO_LLM_BASE_URL)",
+                    "an http:// or https:// URL up to the API version, e.g. https://api.openai.com/v1",
+                ));
+            }
+            let number = |key: &str, file: Option<f64>| -> Result<Option<f64>, ConfigError> {
+                match get(key) {
+                    Some(raw) => raw
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|v| v.is_finite() && *v >= 0.0)
+                        .map(Some)
+                        .ok_or_else(|| invalid(key, "a non-negative number")),
+                    None => Ok(file),
+                }
+            };
+            let temperature =
+                number("MNEMO_LLM_TEMPERATURE", raw_llm.temperature.map(f64::from))?.unwrap_or(0.0);
+            if temperature > 2.0 {
+                return Err(invalid(
+                    "llm.temperature (MNEMO_LLM_TEMPERATURE)",
+                    "between 0 and 2",
+                ));
+            }
+            let timeout =
+                number("MNEMO_LLM_TIMEOUT_SECONDS", raw_llm.timeout_seconds)?.unwrap_or(60.0);
+            if !(0.1..=3600.0).contains(&timeout) {
+                return Err(invalid(
+                    "llm.timeout_seconds (MNEMO_LLM_TIMEOUT_SECONDS)",
+                    "between 0.1 and 3600",
+                ));
+            }
+            let response_format = get("MNEMO_LLM_RESPONSE_FORMAT")
+                .or(raw_llm.response_format)
+                .unwrap_or_else(|| "json_schema".to_owned());
+            if !["json_schema", "json_object", "none"].contains(&response_format.as_str()) {
+                return Err(invalid(
+                    "llm.response_format (MNEMO_LLM_RESPONSE_FORMAT)",
+                    "json_schema, json_object or none",
+                ));
+            }
+            let attempts = match get("MNEMO_LLM_ATTEMPTS") {
+                Some(raw) => raw
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=10).contains(n))
+                    .ok_or_else(|| invalid("MNEMO_LLM_ATTEMPTS", "between 1 and 10"))?,
+                None => raw_llm.attempts.unwrap_or(3),
+            };
+            Some(LlmSettings {
+                base_url,
+                api_key: get("MNEMO_LLM_API_KEY")
+                    .or(raw_llm.api_key)
+                    .map(SecretString::from),
+                model,
+                temperature: temperature as f32,
+                timeout: Duration::from_secs_f64(timeout),
+                max_retries: raw_llm.max_retries.unwrap_or(3),
+                response_format,
+                prompts_dir: get("MNEMO_LLM_PROMPTS_DIR")
+                    .map(PathBuf::from)
+                    .or(raw_llm.prompts_dir),
+                attempts,
+                price_input_per_million: number(
+                    "MNEMO_LLM_PRICE_INPUT_PER_MILLION",
+                    raw_llm.price_input_per_million,
+                )?
+                .unwrap_or(0.0),
+                price_output_per_million: number(
+                    "MNEMO_LLM_PRICE_OUTPUT_PER_MILLION",
+                    raw_llm.price_output_per_million,
+                )?
+                .unwrap_or(0.0),
+            })
+        }
+    };
+
     let consolidation = Policies {
         default: raw.consolidation.default.unwrap_or_default(),
         tenants: raw.consolidation.tenants,
@@ -621,10 +756,14 @@ pub fn load_from(
         if policy.batch_size == 0
             || !(0.0..=1.0).contains(&policy.min_confidence)
             || !(0.0..=1.0).contains(&policy.similarity_threshold)
+            || !(0.0..=1.0).contains(&policy.protected_importance)
+            || policy
+                .auto_threshold
+                .is_some_and(|t| !(policy.min_confidence..=1.0).contains(&t))
         {
             return Err(invalid(
                 "consolidation",
-                "batch_size ≥ 1; min_confidence and similarity_threshold within 0..1",
+                "batch_size ≥ 1; min_confidence, similarity_threshold and protected_importance within 0..1; auto_threshold within min_confidence..1",
             ));
         }
     }
@@ -661,6 +800,7 @@ pub fn load_from(
         database,
         kafka,
         qdrant,
+        llm,
     })
 }
 
@@ -686,6 +826,43 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn the_llm_is_off_unless_an_endpoint_and_a_model_are_given() {
+        let none = load_from(&Overrides::default(), &env(&[])).unwrap();
+        assert!(none.llm.is_none());
+        let half = load_from(
+            &Overrides::default(),
+            &env(&[("MNEMO_LLM_MODEL", "gpt-4o-mini")]),
+        );
+        assert!(half.unwrap_err().to_string().contains("MNEMO_LLM_BASE_URL"));
+        let on = load_from(
+            &Overrides::default(),
+            &env(&[
+                ("MNEMO_LLM_BASE_URL", "http://localhost:11434/v1"),
+                ("MNEMO_LLM_MODEL", "qwen2.5:7b"),
+                ("MNEMO_LLM_API_KEY", "sk-test"),
+                ("MNEMO_LLM_RESPONSE_FORMAT", "json_object"),
+                ("MNEMO_LLM_PRICE_INPUT_PER_MILLION", "0.15"),
+            ]),
+        )
+        .unwrap()
+        .llm
+        .unwrap();
+        assert_eq!(on.model, "qwen2.5:7b");
+        assert_eq!(on.response_format, "json_object");
+        assert_eq!(on.api_key.unwrap().expose_secret(), "sk-test");
+        assert_eq!(on.attempts, 3);
+        assert!((on.price_input_per_million - 0.15).abs() < 1e-9);
+        let bad = load_from(
+            &Overrides::default(),
+            &env(&[
+                ("MNEMO_LLM_BASE_URL", "localhost:11434"),
+                ("MNEMO_LLM_MODEL", "m"),
+            ]),
+        );
+        assert!(bad.is_err());
     }
 
     #[test]

@@ -85,6 +85,10 @@ pub struct Producer {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_version: Option<String>,
+    /// Set when the configured LLM did not answer and the rules did: why
+    /// (`budget_exhausted`, `llm_failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 impl Producer {
@@ -94,6 +98,7 @@ impl Producer {
             version: "1".to_owned(),
             model: None,
             prompt_version: None,
+            fallback: None,
         }
     }
 }

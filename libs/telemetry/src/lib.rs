@@ -335,6 +335,16 @@ pub struct Metrics {
     /// `mnemo_pii_findings_total{kind}`: counts of PII findings by kind only — never
     /// the values found, which are exactly what must not leak.
     pub pii_findings_total: IntCounterVec,
+    /// `mnemo_llm_calls_total{outcome}`: consolidation LLM calls; `completed`
+    /// answers (billed), `failed` attempts without a usable answer.
+    pub llm_calls_total: IntCounterVec,
+    /// `mnemo_llm_tokens_total{kind}`, kind `prompt` or `completion`.
+    pub llm_tokens_total: IntCounterVec,
+    /// `mnemo_consolidation_candidates_total{route}`: `memory`, `review`, `discarded`.
+    pub consolidation_candidates_total: IntCounterVec,
+    /// `mnemo_consolidation_fallbacks_total{reason}`: batches the rules
+    /// consolidated instead of the LLM (`llm_failed`, `budget_exhausted`).
+    pub consolidation_fallbacks_total: IntCounterVec,
 }
 
 impl Metrics {
@@ -386,6 +396,30 @@ impl Metrics {
                 "mnemo_pii_findings_total",
                 "PII findings, by kind (counts only, never values).",
                 &["kind"],
+            )?,
+            llm_calls_total: counter_vec(
+                &registry,
+                "mnemo_llm_calls_total",
+                "Consolidation LLM calls, by outcome (completed, failed).",
+                &["outcome"],
+            )?,
+            llm_tokens_total: counter_vec(
+                &registry,
+                "mnemo_llm_tokens_total",
+                "Consolidation LLM tokens, by kind (prompt, completion).",
+                &["kind"],
+            )?,
+            consolidation_candidates_total: counter_vec(
+                &registry,
+                "mnemo_consolidation_candidates_total",
+                "Extracted candidates, by confidence route (memory, review, discarded).",
+                &["route"],
+            )?,
+            consolidation_fallbacks_total: counter_vec(
+                &registry,
+                "mnemo_consolidation_fallbacks_total",
+                "Batches the rules consolidated instead of the LLM, by reason.",
+                &["reason"],
             )?,
             registry,
         };

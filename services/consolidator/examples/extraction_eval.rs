@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use chrono::Utc;
 use mnemo_consolidator::rules::RuleStrategy;
-use mnemo_consolidator::strategy::{Candidate, ConsolidationStrategy, ConversationMessage};
+use mnemo_consolidator::strategy::{Candidate, ConsolidationStrategy, ConversationMessage, Spend};
 use mnemo_domain::events::Role;
 use mnemo_domain::{EventId, MemoryKind};
 use serde_json::Value;
@@ -157,7 +157,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             session: None,
         };
         let produced: Vec<Candidate> = strategy
-            .extract(std::slice::from_ref(&message))
+            .extract(std::slice::from_ref(&message), &Spend::default())
             .await?
             .into_iter()
             .filter(|c| c.confidence >= min_confidence)

@@ -10,7 +10,9 @@
 //! Invariant: handlers are idempotent (see [`pipeline`]); the consumer may
 //! commit a message's offset once it is buffered.
 
+pub mod budget;
 pub mod buffer;
+pub mod llm;
 pub mod pipeline;
 pub mod rules;
 pub mod strategy;
@@ -66,6 +68,12 @@ impl Consolidator {
                 created = outcome.created,
                 reinforced = outcome.reinforced,
                 superseded = outcome.superseded,
+                merged = outcome.merged,
+                reviews = outcome.reviews,
+                relations = outcome.relations,
+                llm_calls = outcome.llm_calls,
+                llm_tokens = outcome.llm_tokens,
+                fallback = outcome.fallback.as_deref().unwrap_or(""),
                 "conversation consolidated"
             );
         }

@@ -1,37 +1,78 @@
-//! The consolidation pipeline (seed 000): messages → extract → threshold →
-//! dedupe against the subject's memories by vector → merge → memory events.
+//! The consolidation pipeline (seeds 000, 002, 004): messages → extract →
+//! route by confidence (memory / review / discarded) → compare with the
+//! subject's 20 nearest memories → merge decisions → memory and review
+//! events → relations and the profile (LLM only) → the batch's record.
 //!
 //! Idempotent by construction: every candidate of a batch has an event id
 //! derived from the batch's message ids and its index, whatever it becomes
-//! (a new memory or a reinforcement), and a new memory's id is derived the
-//! same way. A batch replayed after a crash finds its events already in the
-//! log and skips them, so nothing is created twice; the buffer rows are
-//! removed only after every event is appended, so nothing is lost.
+//! (a new memory, a reinforcement, a review), and a new memory's id is
+//! derived the same way. A batch replayed after a crash finds its events
+//! already in the log and skips them, so nothing is created twice; the
+//! buffer rows are removed only after every event is appended, so nothing
+//! is lost. The batch's `BatchConsolidated` record is appended last: once it
+//! is in the log, a redelivered batch returns at once without asking the
+//! LLM again. (A crash between the first memory event and the record does
+//! ask again; the model's second answer is deduplicated against the first
+//! by vector like any repeat.)
+//!
+//! An LLM that fails, answers garbage, or whose tenant spent its daily
+//! budget never loses a batch: the rules consolidate it instead, and the
+//! memories' provenance names the fallback and its reason.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use chrono::Utc;
 use mnemo_config::Policies;
 use mnemo_domain::consolidation::ConsolidationPolicy;
-use mnemo_domain::events::{streams, MemoryCreated, MemoryReinforced, MemorySuperseded};
+use mnemo_domain::events::{
+    streams, BatchConsolidated, MemoryCreated, MemoryMerged, MemoryReinforced, MemorySuperseded,
+    ProfileUpdated, ProposedAction, RelationAdded, ReviewRequested, Route, RoutedCandidate,
+};
 use mnemo_domain::{
-    importance_for, DomainEvent, EventId, EventMetadata, MemoryId, MemoryState, Producer,
-    Provenance, SessionId, SubjectText, TenantId,
+    importance_for, DomainEvent, EventId, EventMetadata, MemoryId, MemoryKind, MemoryState,
+    Producer, Provenance, SessionId, SubjectId, SubjectText, TenantId,
 };
 use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::{Pending, SealedLog};
-use mnemo_event_store::ExpectedVersion;
+use mnemo_event_store::{EventQuery, ExpectedVersion};
 use mnemo_read_model::MemoryReadModel;
+use mnemo_telemetry::Metrics;
 use mnemo_vector_index::{SearchFilter, SearchMode, SearchRequest, VectorIndex};
 use uuid::Uuid;
 
+use crate::budget::LlmBudget;
 use crate::buffer::{Conversation, MessageBuffer};
 use crate::strategy::{
     Candidate, ConsolidationStrategy, ConversationMessage, ExistingMemory, MergeAction,
+    RelationQuery, Spend,
 };
 
-/// How many existing memories each candidate is compared with.
-const NEIGHBOURS: usize = 5;
+/// How many existing memories each candidate is compared with (the issue's
+/// "top 20", better than seed 000's most-recent sample).
+const NEIGHBOURS: usize = 20;
+/// How many of those each new memory's relations are classified against.
+const RELATION_NEIGHBOURS: usize = 5;
+/// At most this many new memories are folded into one profile update.
+const MAX_PROFILE_MEMORIES: u32 = 200;
+/// The longest source excerpt a review shows.
+const EXCERPT_CHARS: usize = 400;
+
+/// The source messages of a candidate, shortened, for a reviewer.
+fn excerpt(messages: &[ConversationMessage], sources: &[EventId]) -> String {
+    let text = messages
+        .iter()
+        .filter(|m| sources.contains(&m.event_id))
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join(" / ");
+    if text.chars().count() <= EXCERPT_CHARS {
+        return text;
+    }
+    let mut short: String = text.chars().take(EXCERPT_CHARS - 1).collect();
+    short.push('…');
+    short
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
@@ -56,17 +97,54 @@ pub struct Outcome {
     pub created: usize,
     pub reinforced: usize,
     pub superseded: usize,
+    pub merged: usize,
+    /// Candidates held for a person (the review band, or a protected contradiction).
+    pub reviews: usize,
+    /// Candidates the merge step found already known, with nothing to reinforce.
+    pub skipped: usize,
+    pub relations: usize,
+    pub profile_updated: bool,
     pub already_done: usize,
+    /// Why the rules answered instead of the LLM, when they did.
+    pub fallback: Option<String>,
+    pub llm_calls: u32,
+    pub llm_tokens: u64,
+}
+
+impl Outcome {
+    fn add(&mut self, other: Outcome) {
+        self.messages += other.messages;
+        self.candidates += other.candidates;
+        self.below_threshold += other.below_threshold;
+        self.created += other.created;
+        self.reinforced += other.reinforced;
+        self.superseded += other.superseded;
+        self.merged += other.merged;
+        self.reviews += other.reviews;
+        self.skipped += other.skipped;
+        self.relations += other.relations;
+        self.profile_updated |= other.profile_updated;
+        self.already_done += other.already_done;
+        self.fallback = other.fallback.or(self.fallback.take());
+        self.llm_calls += other.llm_calls;
+        self.llm_tokens += other.llm_tokens;
+    }
 }
 
 pub struct Pipeline {
     pub log: SealedLog,
     pub buffer: Arc<dyn MessageBuffer>,
     pub strategy: Arc<dyn ConsolidationStrategy>,
+    /// The rules, when `strategy` calls an LLM: they consolidate a batch the
+    /// LLM cannot (failed answers, budget spent). `None` when `strategy` is
+    /// the rules already.
+    pub fallback: Option<Arc<dyn ConsolidationStrategy>>,
+    pub budget: Arc<LlmBudget>,
     pub embedder: Arc<dyn Embedder>,
     pub index: Arc<dyn VectorIndex>,
     pub read_model: Arc<dyn MemoryReadModel>,
     pub policies: Arc<Policies<ConsolidationPolicy>>,
+    pub metrics: Option<Metrics>,
 }
 
 fn batch_key(event_ids: &[EventId]) -> String {
@@ -117,13 +195,7 @@ impl Pipeline {
             }
             let outcome = self.consolidate(conversation, &ids).await?;
             self.buffer.remove(&conversation.tenant, &ids).await?;
-            total.messages += outcome.messages;
-            total.candidates += outcome.candidates;
-            total.below_threshold += outcome.below_threshold;
-            total.created += outcome.created;
-            total.reinforced += outcome.reinforced;
-            total.superseded += outcome.superseded;
-            total.already_done += outcome.already_done;
+            total.add(outcome);
         }
     }
 
@@ -160,6 +232,107 @@ impl Pipeline {
         Ok(messages)
     }
 
+    /// Whether the tenant spent its LLM day (and so the rules answer).
+    async fn budget_exhausted(
+        &self,
+        tenant: &TenantId,
+        policy: &ConsolidationPolicy,
+    ) -> Result<bool, PipelineError> {
+        let spent = self
+            .budget
+            .spent_today(self.log.store().as_ref(), tenant, Utc::now())
+            .await
+            .map_err(mnemo_event_store::sealed::LogError::from)?;
+        Ok(spent.calls >= policy.daily_llm_calls || spent.tokens >= policy.daily_llm_tokens)
+    }
+
+    /// Extraction with the configured strategy, or the rules when it cannot
+    /// answer; returns who answered and why the rules did.
+    async fn extract(
+        &self,
+        tenant: &TenantId,
+        policy: &ConsolidationPolicy,
+        messages: &[ConversationMessage],
+        spend: &Spend,
+    ) -> Result<
+        (
+            Arc<dyn ConsolidationStrategy>,
+            Vec<Candidate>,
+            Option<String>,
+        ),
+        PipelineError,
+    > {
+        let Some(fallback) = &self.fallback else {
+            let candidates = self.strategy.extract(messages, spend).await?;
+            return Ok((self.strategy.clone(), candidates, None));
+        };
+        let reason = if self.budget_exhausted(tenant, policy).await? {
+            "budget_exhausted".to_owned()
+        } else {
+            match self.strategy.extract(messages, spend).await {
+                Ok(candidates) => return Ok((self.strategy.clone(), candidates, None)),
+                Err(error) => {
+                    tracing::warn!(tenant = %tenant, error = %error, "LLM extraction failed; the rules consolidate this batch");
+                    format!("llm_failed: {error}")
+                }
+            }
+        };
+        let candidates = fallback.extract(messages, spend).await?;
+        Ok((fallback.clone(), candidates, Some(reason)))
+    }
+
+    /// The subject's memories nearest to `vector` (read-model rows).
+    async fn neighbours(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        vector: &[f32],
+    ) -> Result<Vec<ExistingMemory>, PipelineError> {
+        let hits = self
+            .index
+            .search(
+                tenant,
+                &SearchRequest {
+                    filter: SearchFilter {
+                        subject: Some(subject.clone()),
+                        ..Default::default()
+                    },
+                    dense: Some(vector.to_vec()),
+                    text: None,
+                    mode: SearchMode::Semantic,
+                    limit: NEIGHBOURS,
+                    prefetch: NEIGHBOURS,
+                    // Semantic mode fuses nothing: the constant is unused.
+                    rrf_k: mnemo_vector_index::DEFAULT_RRF_K,
+                    with_vectors: false,
+                },
+            )
+            .await
+            .map_err(|e| PipelineError::Index(e.to_string()))?;
+        let mut existing = Vec::with_capacity(hits.len());
+        for hit in hits {
+            let Some(memory) = self
+                .read_model
+                .get(tenant, &hit.id)
+                .await
+                .map_err(|e| PipelineError::Index(e.to_string()))?
+            else {
+                continue;
+            };
+            let Some(content) = memory.content.as_text() else {
+                continue;
+            };
+            existing.push(ExistingMemory {
+                id: memory.id,
+                content: content.to_owned(),
+                kind: memory.kind,
+                importance: memory.importance,
+                similarity: hit.dense_score.unwrap_or(hit.score),
+            });
+        }
+        Ok(existing)
+    }
+
     /// One batch: the buffer rows are the caller's to remove afterwards.
     pub async fn consolidate(
         &self,
@@ -169,6 +342,22 @@ impl Pipeline {
         let tenant = &conversation.tenant;
         let subject = &conversation.subject;
         let policy = self.policy(tenant).clone();
+        let key = batch_key(ids);
+        // The batch's record is its last event: when it is in the log, the
+        // batch is complete and a redelivery costs no LLM call.
+        let record_id = EventId::derived(&["batch", tenant.as_str(), subject.as_str(), &key]);
+        let finished = self
+            .log
+            .store()
+            .get_event(tenant, &record_id)
+            .await
+            .map_err(mnemo_event_store::sealed::LogError::from)?;
+        if finished.is_some() {
+            return Ok(Outcome {
+                already_done: ids.len(),
+                ..Default::default()
+            });
+        }
         let messages = self.messages(tenant, ids).await?;
         let mut outcome = Outcome {
             messages: messages.len(),
@@ -177,18 +366,33 @@ impl Pipeline {
         if messages.is_empty() {
             return Ok(outcome);
         }
-        let extracted = self.strategy.extract(&messages).await?;
+        let spend = Spend::default();
+        let (active, extracted, mut fallback) =
+            self.extract(tenant, &policy, &messages, &spend).await?;
         outcome.candidates = extracted.len();
-        let candidates: Vec<Candidate> = extracted
-            .into_iter()
-            .filter(|c| c.confidence >= policy.min_confidence)
-            .collect();
-        outcome.below_threshold = outcome.candidates - candidates.len();
-        if candidates.is_empty() {
-            return Ok(outcome);
+        let auto_threshold = policy.auto_threshold_for(active.name());
+        let mut routed: Vec<RoutedCandidate> = Vec::with_capacity(extracted.len());
+        let mut candidates: Vec<Candidate> = Vec::new();
+        let mut routes: Vec<Route> = Vec::new();
+        for candidate in extracted {
+            let route = if candidate.confidence < policy.min_confidence {
+                Route::Discarded
+            } else if candidate.confidence < auto_threshold {
+                Route::Review
+            } else {
+                Route::Memory
+            };
+            routed.push(RoutedCandidate {
+                confidence: candidate.confidence,
+                route,
+            });
+            if route != Route::Discarded {
+                candidates.push(candidate);
+                routes.push(route);
+            }
         }
+        outcome.below_threshold = outcome.candidates - candidates.len();
 
-        let key = batch_key(ids);
         let event_ids: Vec<EventId> = (0..candidates.len())
             .map(|i| {
                 EventId::derived(&[
@@ -201,80 +405,91 @@ impl Pipeline {
             })
             .collect();
         let texts: Vec<String> = candidates.iter().map(|c| c.content.clone()).collect();
-        let vectors = self
-            .embedder
-            .embed(&texts)
-            .await
-            .map_err(|e| PipelineError::Embed(e.to_string()))?;
-
-        // Each candidate's nearest existing memories of the subject.
+        let vectors = if texts.is_empty() {
+            Vec::new()
+        } else {
+            self.embedder
+                .embed(&texts)
+                .await
+                .map_err(|e| PipelineError::Embed(e.to_string()))?
+        };
         let mut neighbours: Vec<Vec<ExistingMemory>> = Vec::with_capacity(candidates.len());
         for vector in &vectors {
-            let hits = self
-                .index
-                .search(
-                    tenant,
-                    &SearchRequest {
-                        filter: SearchFilter {
-                            subject: Some(subject.clone()),
-                            ..Default::default()
-                        },
-                        dense: Some(vector.clone()),
-                        text: None,
-                        mode: SearchMode::Semantic,
-                        limit: NEIGHBOURS,
-                        prefetch: NEIGHBOURS,
-                        // Semantic mode fuses nothing: the constant is unused.
-                        rrf_k: mnemo_vector_index::DEFAULT_RRF_K,
-                        with_vectors: false,
-                    },
-                )
-                .await
-                .map_err(|e| PipelineError::Index(e.to_string()))?;
-            let mut existing = Vec::with_capacity(hits.len());
-            for hit in hits {
-                let Some(memory) = self
-                    .read_model
-                    .get(tenant, &hit.id)
-                    .await
-                    .map_err(|e| PipelineError::Index(e.to_string()))?
-                else {
-                    continue;
-                };
-                let Some(content) = memory.content.as_text() else {
-                    continue;
-                };
-                existing.push(ExistingMemory {
-                    id: memory.id,
-                    content: content.to_owned(),
-                    kind: memory.kind,
-                    similarity: hit.dense_score.unwrap_or(hit.score),
-                });
-            }
-            neighbours.push(existing);
+            neighbours.push(self.neighbours(tenant, subject, vector).await?);
         }
-        let decisions = self.strategy.merge(&candidates, &neighbours).await?;
+        let decisions = if candidates.is_empty() {
+            Vec::new()
+        } else {
+            match active.merge(&candidates, &neighbours, &spend).await {
+                Ok(decisions) => decisions,
+                Err(error) => {
+                    let Some(rules) = &self.fallback else {
+                        return Err(error.into());
+                    };
+                    tracing::warn!(tenant = %tenant, error = %error, "LLM merge failed; the rules decide this batch");
+                    fallback.get_or_insert_with(|| format!("llm_failed: {error}"));
+                    rules.merge(&candidates, &neighbours, &spend).await?
+                }
+            }
+        };
 
         let producer = Producer {
-            strategy: self.strategy.name().to_owned(),
-            version: self.strategy.version().to_owned(),
-            model: None,
-            prompt_version: None,
+            strategy: active.name().to_owned(),
+            version: active.version().to_owned(),
+            model: active.model(),
+            prompt_version: active.prompt_version(),
+            fallback: fallback.as_ref().map(|reason| {
+                // The kind of failure, not its details (those are logged).
+                reason.split(':').next().unwrap_or(reason).to_owned()
+            }),
         };
         let metadata = EventMetadata {
-            actor: format!("mnemo-consolidator/{}", self.strategy.name()),
-            correlation_id: Some(format!("consolidation:{}", event_ids[0])),
+            actor: format!("mnemo-consolidator/{}", active.name()),
+            correlation_id: Some(format!("consolidation:{record_id}")),
             causation_id: ids.last().copied(),
             // Inside a consumed record's span this is the trace the message
             // was posted in, so one trace runs ingest → consolidator →
             // retriever (the idle sweeper starts a trace of its own).
             traceparent: mnemo_telemetry::current_traceparent(),
         };
+        let session = if conversation.session.is_empty() {
+            None
+        } else {
+            SessionId::parse(conversation.session.clone()).ok()
+        };
+        let append = |stream: String, event_id: EventId, event: DomainEvent| {
+            let metadata = metadata.clone();
+            async move {
+                self.log
+                    .append(
+                        tenant,
+                        &stream,
+                        ExpectedVersion::Any,
+                        vec![Pending {
+                            event_id,
+                            subject: Some(subject.clone()),
+                            event,
+                            metadata,
+                        }],
+                    )
+                    .await
+                    .map(|_| ())
+            }
+        };
         // Memories created earlier in this same batch: a later candidate
         // that repeats one reinforces it (the index has not seen it yet).
-        let mut created_here: Vec<(MemoryId, mnemo_domain::MemoryKind, String, Vec<f32>)> =
-            Vec::new();
+        let mut created_here: Vec<(MemoryId, MemoryKind, String, Vec<f32>)> = Vec::new();
+        // Memories created by this batch, for the relation step: (id, content, candidate index).
+        let mut new_memories: Vec<(MemoryId, String, usize)> = Vec::new();
+        let mut record_routes = routed
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.route != Route::Discarded)
+            .map(|(i, _)| i)
+            .collect::<Vec<_>>()
+            .into_iter();
         for (index, candidate) in candidates.iter().enumerate() {
+            let record_index = record_routes.next();
             let event_id = event_ids[index];
             let vector = &vectors[index];
             let memory_id = MemoryId::from_uuid(Uuid::new_v5(
@@ -302,6 +517,91 @@ impl Pipeline {
                 outcome.already_done += 1;
                 continue;
             }
+            let (decision, why) = decisions
+                .iter()
+                .find(|d| d.candidate == index)
+                .map(|d| (d.action.clone(), d.reason.trim().to_owned()))
+                .unwrap_or((MergeAction::Keep, String::new()));
+            // The merge step's own words when it gave some: the audit trail's "why".
+            let why = |default: &str| {
+                if why.is_empty() {
+                    default.to_owned()
+                } else {
+                    why.clone()
+                }
+            };
+            let importance = importance_for(candidate.confidence, candidate.kind);
+            // Seed 002 §5.2: two important memories in contradiction are a
+            // person's call, not the model's.
+            let protected_conflict = match &decision {
+                MergeAction::Supersede { target } => {
+                    importance >= policy.protected_importance
+                        && neighbours[index]
+                            .iter()
+                            .find(|m| m.id == *target)
+                            .is_some_and(|m| m.importance >= policy.protected_importance)
+                }
+                _ => false,
+            };
+            let mut route = routes[index];
+            if protected_conflict && route == Route::Memory {
+                route = Route::Review;
+                if let Some(i) = record_index {
+                    routed[i].route = Route::Review;
+                }
+            }
+
+            if route == Route::Review {
+                let (action, target, proposed) = match &decision {
+                    MergeAction::Skip => {
+                        outcome.skipped += 1;
+                        continue;
+                    }
+                    MergeAction::Keep => (ProposedAction::Create, None, candidate.content.clone()),
+                    MergeAction::Supersede { target } => (
+                        ProposedAction::Supersede,
+                        Some(*target),
+                        candidate.content.clone(),
+                    ),
+                    MergeAction::MergeInto { target, content } => {
+                        (ProposedAction::MergeInto, Some(*target), content.clone())
+                    }
+                };
+                let reason = if protected_conflict {
+                    "contradicts an important memory".to_owned()
+                } else {
+                    format!(
+                        "confidence {:.2} is below the auto threshold {:.2}",
+                        candidate.confidence, auto_threshold
+                    )
+                };
+                append(
+                    streams::review(&memory_id),
+                    event_id,
+                    DomainEvent::ReviewRequested(ReviewRequested {
+                        review_id: memory_id,
+                        proposed: SubjectText::new(proposed),
+                        kind: candidate.kind,
+                        confidence: candidate.confidence,
+                        source_event_ids: candidate.source_event_ids.clone(),
+                        tags: candidate.tags.clone(),
+                        action,
+                        target,
+                        reason: Some(SubjectText::new(reason)),
+                        excerpt: Some(SubjectText::new(excerpt(
+                            &messages,
+                            &candidate.source_event_ids,
+                        ))),
+                        producer: Some(producer.clone()),
+                        session: session.clone(),
+                        pii: Default::default(),
+                    }),
+                )
+                .await?;
+                outcome.reviews += 1;
+                continue;
+            }
+
             // The same memory seen again: same kind, close in meaning, and
             // sharing enough of its wording.
             let nearest_existing = neighbours[index]
@@ -323,102 +623,327 @@ impl Pipeline {
                 .filter(|(_, s)| *s >= policy.similarity_threshold)
                 .max_by(|a, b| a.1.total_cmp(&b.1))
                 .map(|(id, _)| id);
-            let decision = decisions
-                .iter()
-                .find(|d| d.candidate == index)
-                .map(|d| d.action.clone())
-                .unwrap_or(MergeAction::Keep);
-            let reinforce = nearest_existing.or(nearest_here).or(match &decision {
-                MergeAction::Skip => neighbours[index].first().map(|m| m.id),
-                _ => None,
-            });
+            let reinforce = match &decision {
+                // The model rewrote or replaced a memory: that is its call.
+                MergeAction::MergeInto { .. } | MergeAction::Supersede { .. } => None,
+                MergeAction::Skip => nearest_existing
+                    .or(nearest_here)
+                    .or(neighbours[index].first().map(|m| m.id)),
+                MergeAction::Keep => nearest_existing.or(nearest_here),
+            };
             if let Some(target) = reinforce {
                 let similarity = neighbours[index]
                     .iter()
                     .find(|m| m.id == target)
                     .map_or(1.0, |m| m.similarity);
-                self.log
-                    .append(
-                        tenant,
-                        &streams::memory(&target),
-                        ExpectedVersion::Any,
-                        vec![Pending {
-                            event_id,
-                            subject: Some(subject.clone()),
-                            event: DomainEvent::MemoryReinforced(MemoryReinforced {
-                                source_event_ids: candidate.source_event_ids.clone(),
-                                similarity,
-                            }),
-                            metadata: metadata.clone(),
-                        }],
-                    )
-                    .await?;
+                append(
+                    streams::memory(&target),
+                    event_id,
+                    DomainEvent::MemoryReinforced(MemoryReinforced {
+                        source_event_ids: candidate.source_event_ids.clone(),
+                        similarity,
+                    }),
+                )
+                .await?;
                 outcome.reinforced += 1;
                 continue;
             }
+            if decision == MergeAction::Skip {
+                // Known already, and nothing close enough to reinforce.
+                outcome.skipped += 1;
+                continue;
+            }
 
-            let session = if conversation.session.is_empty() {
-                None
-            } else {
-                SessionId::parse(conversation.session.clone()).ok()
+            let content = match &decision {
+                MergeAction::MergeInto { content, .. } => content.clone(),
+                _ => candidate.content.clone(),
             };
-            self.log
-                .append(
-                    tenant,
-                    &streams::memory(&memory_id),
-                    ExpectedVersion::Any,
-                    vec![Pending {
-                        event_id,
-                        subject: Some(subject.clone()),
-                        event: DomainEvent::MemoryCreated(MemoryCreated {
-                            memory_id,
-                            kind: candidate.kind,
-                            content: SubjectText::new(candidate.content.clone()),
-                            tags: candidate.tags.clone(),
-                            confidence: candidate.confidence,
-                            importance: importance_for(candidate.confidence, candidate.kind),
-                            state: MemoryState::Active,
-                            provenance: Provenance {
-                                source_event_ids: candidate.source_event_ids.clone(),
-                                producer: producer.clone(),
-                            },
-                            session,
-                            agent: None,
-                            pii: Default::default(),
-                        }),
-                        metadata: metadata.clone(),
-                    }],
-                )
-                .await?;
+            append(
+                streams::memory(&memory_id),
+                event_id,
+                DomainEvent::MemoryCreated(MemoryCreated {
+                    memory_id,
+                    kind: candidate.kind,
+                    content: SubjectText::new(content.clone()),
+                    tags: candidate.tags.clone(),
+                    confidence: candidate.confidence,
+                    importance,
+                    state: MemoryState::Active,
+                    provenance: Provenance {
+                        source_event_ids: candidate.source_event_ids.clone(),
+                        producer: producer.clone(),
+                    },
+                    session: session.clone(),
+                    agent: None,
+                    pii: Default::default(),
+                }),
+            )
+            .await?;
             outcome.created += 1;
-            created_here.push((
-                memory_id,
-                candidate.kind,
-                candidate.content.clone(),
-                vector.clone(),
-            ));
-            if let MergeAction::Supersede { target } = decision {
-                let supersede_id = EventId::derived(&["supersede", &event_id.to_string()]);
-                self.log
-                    .append(
-                        tenant,
-                        &streams::memory(&target),
-                        ExpectedVersion::Any,
-                        vec![Pending {
-                            event_id: supersede_id,
-                            subject: Some(subject.clone()),
-                            event: DomainEvent::MemorySuperseded(MemorySuperseded {
-                                by: memory_id,
-                                reason: Some(SubjectText::new("a newer statement contradicts it")),
-                            }),
-                            metadata: metadata.clone(),
-                        }],
+            created_here.push((memory_id, candidate.kind, content.clone(), vector.clone()));
+            new_memories.push((memory_id, content, index));
+            match decision {
+                MergeAction::Supersede { target } => {
+                    append(
+                        streams::memory(&target),
+                        EventId::derived(&["supersede", &event_id.to_string()]),
+                        DomainEvent::MemorySuperseded(MemorySuperseded {
+                            by: memory_id,
+                            reason: Some(SubjectText::new(why("a newer statement contradicts it"))),
+                        }),
                     )
                     .await?;
-                outcome.superseded += 1;
+                    outcome.superseded += 1;
+                }
+                MergeAction::MergeInto { target, .. } => {
+                    append(
+                        streams::memory(&target),
+                        EventId::derived(&["merge", &event_id.to_string()]),
+                        DomainEvent::MemoryMerged(MemoryMerged {
+                            into: memory_id,
+                            reason: Some(SubjectText::new(why(
+                                "merged into a more precise memory",
+                            ))),
+                        }),
+                    )
+                    .await?;
+                    outcome.merged += 1;
+                }
+                MergeAction::Keep | MergeAction::Skip => {}
             }
         }
+
+        // Relations and the profile are the LLM's extras: a batch the rules
+        // consolidated has neither, and their failure loses no memory.
+        if fallback.is_none() && self.fallback.is_some() {
+            if policy.relations && !new_memories.is_empty() {
+                let queries: Vec<RelationQuery> = new_memories
+                    .iter()
+                    .map(|(id, content, index)| RelationQuery {
+                        memory: *id,
+                        content: content.clone(),
+                        neighbours: neighbours[*index]
+                            .iter()
+                            .filter(|m| m.id != *id)
+                            .take(RELATION_NEIGHBOURS)
+                            .map(|m| (m.id, m.content.clone()))
+                            .collect(),
+                    })
+                    .filter(|q| !q.neighbours.is_empty())
+                    .collect();
+                if !queries.is_empty() {
+                    match active.relate(&queries, &spend).await {
+                        Ok(found) => {
+                            for relation in found {
+                                let added = RelationAdded {
+                                    from: relation.from,
+                                    to: relation.to,
+                                    relation: relation.relation,
+                                    confidence: relation.confidence,
+                                };
+                                // Both ends carry the edge, so each memory's
+                                // history and row show it.
+                                for end in [relation.from, relation.to] {
+                                    append(
+                                        streams::memory(&end),
+                                        EventId::derived(&[
+                                            "relation",
+                                            &relation.from.to_string(),
+                                            &relation.to.to_string(),
+                                            relation.relation.as_str(),
+                                            &end.to_string(),
+                                        ]),
+                                        DomainEvent::RelationAdded(added.clone()),
+                                    )
+                                    .await?;
+                                }
+                                outcome.relations += 1;
+                            }
+                        }
+                        Err(error) => {
+                            tracing::warn!(tenant = %tenant, error = %error, "relation classification failed; the memories stay unlinked")
+                        }
+                    }
+                }
+            }
+            if policy.profile_every > 0 && outcome.created > 0 {
+                match self
+                    .update_profile(
+                        tenant,
+                        subject,
+                        &policy,
+                        active.as_ref(),
+                        &producer,
+                        &metadata,
+                        &spend,
+                    )
+                    .await
+                {
+                    Ok(updated) => outcome.profile_updated = updated,
+                    Err(error) => {
+                        tracing::warn!(tenant = %tenant, error = %error, "profile update failed; it is retried after the next batch")
+                    }
+                }
+            }
+        }
+
+        outcome.fallback = fallback.clone();
+        outcome.llm_calls = spend.calls();
+        outcome.llm_tokens = spend.tokens();
+        let record = BatchConsolidated {
+            messages: u32::try_from(messages.len()).unwrap_or(u32::MAX),
+            strategy: active.name().to_owned(),
+            model: self.strategy.model(),
+            prompt_version: self.strategy.prompt_version(),
+            fallback,
+            llm_calls: spend.calls(),
+            prompt_tokens: spend.prompt_tokens(),
+            completion_tokens: spend.completion_tokens(),
+            candidates: routed,
+            created: u32::try_from(outcome.created).unwrap_or(u32::MAX),
+            reinforced: u32::try_from(outcome.reinforced).unwrap_or(u32::MAX),
+            superseded: u32::try_from(outcome.superseded).unwrap_or(u32::MAX),
+        };
+        self.observe(&record, &spend);
+        append(
+            streams::consolidation(subject),
+            record_id,
+            DomainEvent::BatchConsolidated(record),
+        )
+        .await?;
         Ok(outcome)
+    }
+
+    fn observe(&self, record: &BatchConsolidated, spend: &Spend) {
+        let Some(metrics) = &self.metrics else {
+            return;
+        };
+        for candidate in &record.candidates {
+            let route = match candidate.route {
+                Route::Memory => "memory",
+                Route::Review => "review",
+                Route::Discarded => "discarded",
+            };
+            metrics
+                .consolidation_candidates_total
+                .with_label_values(&[route])
+                .inc();
+        }
+        if let Some(reason) = &record.fallback {
+            let reason = reason.split(':').next().unwrap_or(reason);
+            metrics
+                .consolidation_fallbacks_total
+                .with_label_values(&[reason])
+                .inc();
+        }
+        // `completed`: answers received (billed); `failed`: attempts that
+        // brought no usable answer (an error, or an answer that did not validate).
+        metrics
+            .llm_calls_total
+            .with_label_values(&["completed"])
+            .inc_by(u64::from(spend.calls()));
+        metrics
+            .llm_calls_total
+            .with_label_values(&["failed"])
+            .inc_by(u64::from(spend.failed_calls()));
+        metrics
+            .llm_tokens_total
+            .with_label_values(&["prompt"])
+            .inc_by(spend.prompt_tokens());
+        metrics
+            .llm_tokens_total
+            .with_label_values(&["completion"])
+            .inc_by(spend.completion_tokens());
+    }
+
+    /// Rewrites the subject's profile when `profile_every` memories were
+    /// created since the last one (seed 003's throttled, incremental summary).
+    #[allow(clippy::too_many_arguments)]
+    async fn update_profile(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        policy: &ConsolidationPolicy,
+        strategy: &dyn ConsolidationStrategy,
+        producer: &Producer,
+        metadata: &EventMetadata,
+        spend: &Spend,
+    ) -> Result<bool, PipelineError> {
+        let stream = streams::profile(subject);
+        let mut previous: Option<String> = None;
+        let mut covered = 0;
+        let last = self
+            .log
+            .store()
+            .read_stream(tenant, &stream)
+            .await
+            .map_err(mnemo_event_store::sealed::LogError::from)?
+            .pop();
+        if let Some(last) = last {
+            if let DomainEvent::ProfileUpdated(profile) = self.log.decode(last).await?.event {
+                previous = profile.summary.as_text().map(str::to_owned);
+                covered = profile.covers_position;
+            }
+        }
+        let created = self
+            .log
+            .store()
+            .query(
+                tenant,
+                &EventQuery {
+                    subject: Some(subject.clone()),
+                    event_types: vec!["MemoryCreated".to_owned()],
+                    after_position: Some(covered),
+                    limit: MAX_PROFILE_MEMORIES,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(mnemo_event_store::sealed::LogError::from)?;
+        if created.len() < policy.profile_every {
+            return Ok(false);
+        }
+        let covers_position = created.last().map_or(covered, |e| e.global_position);
+        let mut memory_ids = Vec::new();
+        let mut contents = Vec::new();
+        for event in created {
+            if let DomainEvent::MemoryCreated(memory) = self.log.decode(event).await?.event {
+                if let Some(content) = memory.content.as_text() {
+                    memory_ids.push(memory.memory_id);
+                    contents.push(content.to_owned());
+                }
+            }
+        }
+        let Some(summary) = strategy
+            .summarise(previous.as_deref(), &contents, spend)
+            .await?
+        else {
+            return Ok(false);
+        };
+        self.log
+            .append(
+                tenant,
+                &stream,
+                ExpectedVersion::Any,
+                vec![Pending {
+                    event_id: EventId::derived(&[
+                        "profile",
+                        tenant.as_str(),
+                        subject.as_str(),
+                        &covers_position.to_string(),
+                    ]),
+                    subject: Some(subject.clone()),
+                    event: DomainEvent::ProfileUpdated(ProfileUpdated {
+                        summary: SubjectText::new(summary),
+                        memory_ids,
+                        covers_position,
+                        producer: Some(producer.clone()),
+                    }),
+                    metadata: metadata.clone(),
+                }],
+            )
+            .await?;
+        Ok(true)
     }
 }
 

@@ -10,8 +10,11 @@
 //! knowing which one answered — [`ConsolidationStrategy::name`] and
 //! [`ConsolidationStrategy::version`] go into each memory's provenance.
 
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use mnemo_domain::events::RelationKind;
 use mnemo_domain::{EventId, MemoryId, MemoryKind};
 
 /// One message as the strategy sees it (content already PII-scrubbed and
@@ -47,6 +50,7 @@ pub struct ExistingMemory {
     pub id: MemoryId,
     pub content: String,
     pub kind: MemoryKind,
+    pub importance: f32,
     /// Vector similarity to the candidate, `0..=1` (higher is closer).
     pub similarity: f32,
 }
@@ -75,6 +79,71 @@ pub struct MergeDecision {
     pub reason: String,
 }
 
+/// A memory created by this batch and the memories nearest to it, whose
+/// relations to it are to be classified (seed 002's two-stage "retrieve,
+/// then classify").
+#[derive(Debug, Clone)]
+pub struct RelationQuery {
+    pub memory: MemoryId,
+    pub content: String,
+    pub neighbours: Vec<(MemoryId, String)>,
+}
+
+/// A classified edge: `from` is the `relation` of `to` (see
+/// [`mnemo_domain::MemoryRelation`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundRelation {
+    pub from: MemoryId,
+    pub to: MemoryId,
+    pub relation: RelationKind,
+    pub confidence: f32,
+}
+
+/// What a strategy spent on one batch: LLM calls and tokens. Shared by the
+/// calls of one batch (atomics, so a strategy may call concurrently).
+#[derive(Debug, Default)]
+pub struct Spend {
+    calls: AtomicU32,
+    failed_calls: AtomicU32,
+    prompt_tokens: AtomicU64,
+    completion_tokens: AtomicU64,
+}
+
+impl Spend {
+    pub fn record(&self, prompt_tokens: u64, completion_tokens: u64) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.prompt_tokens
+            .fetch_add(prompt_tokens, Ordering::Relaxed);
+        self.completion_tokens
+            .fetch_add(completion_tokens, Ordering::Relaxed);
+    }
+
+    /// A call that brought no usable answer (it still counts as a call).
+    pub fn record_failure(&self) {
+        self.failed_calls.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn calls(&self) -> u32 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    pub fn failed_calls(&self) -> u32 {
+        self.failed_calls.load(Ordering::Relaxed)
+    }
+
+    pub fn prompt_tokens(&self) -> u64 {
+        self.prompt_tokens.load(Ordering::Relaxed)
+    }
+
+    pub fn completion_tokens(&self) -> u64 {
+        self.completion_tokens.load(Ordering::Relaxed)
+    }
+
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens() + self.completion_tokens()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StrategyError {
     #[error("strategy failed: {0}")]
@@ -83,16 +152,26 @@ pub enum StrategyError {
     Malformed(String),
 }
 
-/// Seed 000's lightweight port: extract, then merge. Both async because the
-/// LLM strategy will call out.
+/// Seed 000's lightweight port: extract, then merge; with an LLM, also
+/// relate and summarise. All async because the LLM strategy calls out; every
+/// call reports what it spent in `spend`.
 #[async_trait]
 pub trait ConsolidationStrategy: Send + Sync + 'static {
     /// "rules", "llm", ...
     fn name(&self) -> &'static str;
     fn version(&self) -> &'static str;
+    /// The model that answers, when there is one.
+    fn model(&self) -> Option<String> {
+        None
+    }
+    /// The version of the prompt set, when there is one.
+    fn prompt_version(&self) -> Option<String> {
+        None
+    }
     async fn extract(
         &self,
         messages: &[ConversationMessage],
+        spend: &Spend,
     ) -> Result<Vec<Candidate>, StrategyError>;
     /// For each candidate, given the subject's most similar existing
     /// memories (each candidate's own list, `existing[i]` for candidate `i`),
@@ -104,5 +183,25 @@ pub trait ConsolidationStrategy: Send + Sync + 'static {
         &self,
         candidates: &[Candidate],
         existing: &[Vec<ExistingMemory>],
+        spend: &Spend,
     ) -> Result<Vec<MergeDecision>, StrategyError>;
+    /// Classifies how each new memory relates to its neighbours; "unrelated"
+    /// pairs are left out. The rules find none.
+    async fn relate(
+        &self,
+        _queries: &[RelationQuery],
+        _spend: &Spend,
+    ) -> Result<Vec<FoundRelation>, StrategyError> {
+        Ok(Vec::new())
+    }
+    /// The subject's new summary from the previous one and the memories
+    /// since. `None`: this strategy keeps no profile (the rules).
+    async fn summarise(
+        &self,
+        _previous: Option<&str>,
+        _memories: &[String],
+        _spend: &Spend,
+    ) -> Result<Option<String>, StrategyError> {
+        Ok(None)
+    }
 }

@@ -5,7 +5,7 @@
 use chrono::{TimeZone, Utc};
 use mnemo_consolidator::rules::RuleStrategy;
 use mnemo_consolidator::strategy::{
-    Candidate, ConsolidationStrategy, ConversationMessage, ExistingMemory, MergeAction,
+    Candidate, ConsolidationStrategy, ConversationMessage, ExistingMemory, MergeAction, Spend,
 };
 use mnemo_domain::events::Role;
 use mnemo_domain::{EventId, MemoryId, MemoryKind};
@@ -22,7 +22,7 @@ fn message(role: Role, content: &str) -> ConversationMessage {
 
 async fn extract(text: &str) -> Vec<Candidate> {
     RuleStrategy::new()
-        .extract(&[message(Role::User, text)])
+        .extract(&[message(Role::User, text)], &Spend::default())
         .await
         .expect("rules never fail")
 }
@@ -32,6 +32,7 @@ fn existing(content: &str, kind: MemoryKind, similarity: f32) -> ExistingMemory 
         id: MemoryId::new(),
         content: content.to_owned(),
         kind,
+        importance: 0.7,
         similarity,
     }
 }
@@ -174,11 +175,24 @@ async fn only_user_messages_are_mined() {
             message(role, "I live in Paris and I love green tea."),
             message(role, "我住在北京，我喜欢吃辣。"),
         ];
-        assert_eq!(strategy.extract(&messages).await.unwrap(), vec![]);
+        assert_eq!(
+            strategy
+                .extract(&messages, &Spend::default())
+                .await
+                .unwrap(),
+            vec![]
+        );
     }
     // The same words from the user are mined.
     let user = [message(Role::User, "I live in Paris and I love green tea.")];
-    assert_eq!(strategy.extract(&user).await.unwrap().len(), 2);
+    assert_eq!(
+        strategy
+            .extract(&user, &Spend::default())
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
 }
 
 #[tokio::test]
@@ -191,7 +205,10 @@ async fn two_facts_in_one_message_give_two_candidates_with_its_event_id() {
         "我住在里斯本，我是一名护士。",
     ] {
         let sent = message(Role::User, text);
-        let found = strategy.extract(std::slice::from_ref(&sent)).await.unwrap();
+        let found = strategy
+            .extract(std::slice::from_ref(&sent), &Spend::default())
+            .await
+            .unwrap();
         assert_eq!(found.len(), 2, "{text:?} gave {found:?}");
         for candidate in &found {
             assert_eq!(candidate.kind, MemoryKind::Fact);
@@ -206,7 +223,7 @@ async fn a_repeated_statement_is_one_candidate_citing_both_messages() {
     let first = message(Role::User, "I love green tea.");
     let second = message(Role::User, "Oh, I really love green tea!");
     let found = RuleStrategy::new()
-        .extract(&[first.clone(), second.clone()])
+        .extract(&[first.clone(), second.clone()], &Spend::default())
         .await
         .unwrap();
     assert_eq!(found.len(), 1, "{found:?}");
@@ -284,7 +301,10 @@ async fn merge_skips_duplicates_supersedes_slots_and_keeps_the_rest() {
         vec![unrelated.clone(), duplicate.clone()],
         vec![],
     ];
-    let decisions = strategy.merge(&candidates, &lists).await.unwrap();
+    let decisions = strategy
+        .merge(&candidates, &lists, &Spend::default())
+        .await
+        .unwrap();
     let actions: Vec<MergeAction> = decisions.iter().map(|d| d.action.clone()).collect();
     assert_eq!(
         actions,
@@ -339,7 +359,11 @@ async fn merge_supersedes_only_where_it_is_certain() {
     for (new, old, expected) in cases {
         let kind = MemoryKind::Fact;
         let decisions = strategy
-            .merge(&[candidate(new, kind)], &[vec![existing(old, kind, 0.9)]])
+            .merge(
+                &[candidate(new, kind)],
+                &[vec![existing(old, kind, 0.9)]],
+                &Spend::default(),
+            )
             .await
             .unwrap();
         assert_eq!(decisions[0].action, expected, "{new:?} against {old:?}");
@@ -355,6 +379,7 @@ async fn merge_answers_every_candidate_even_without_its_list() {
                 candidate("I live in Rome", MemoryKind::Fact),
             ],
             &[],
+            &Spend::default(),
         )
         .await
         .unwrap();
@@ -372,8 +397,14 @@ async fn extraction_is_deterministic() {
         .flat_map(|batch| batch.iter())
         .map(|(text, _, _)| message(Role::User, text))
         .collect();
-    let first = strategy.extract(&messages).await.unwrap();
-    let second = RuleStrategy::new().extract(&messages).await.unwrap();
+    let first = strategy
+        .extract(&messages, &Spend::default())
+        .await
+        .unwrap();
+    let second = RuleStrategy::new()
+        .extract(&messages, &Spend::default())
+        .await
+        .unwrap();
     assert_eq!(first, second);
     assert!(!first.is_empty());
 }

@@ -20,8 +20,10 @@ use mnemo_bus::{
 };
 use mnemo_config::Settings;
 use mnemo_consolidator::buffer::{MessageBuffer, SqliteMessageBuffer};
+use mnemo_consolidator::llm::LlmStrategy;
 use mnemo_consolidator::pipeline::Pipeline;
 use mnemo_consolidator::rules::RuleStrategy;
+use mnemo_consolidator::strategy::ConsolidationStrategy;
 use mnemo_consolidator::Consolidator;
 use mnemo_crypto::{MasterKey, SqliteSubjectKeyStore, SubjectCipher, SubjectKeyStore};
 use mnemo_domain::events::ErasureStep;
@@ -674,10 +676,26 @@ impl Application {
         let index = open_index(&settings, embedder.clone(), &log).await?;
         let buffer = stores.buffer.clone();
         let usage = stores.usage.clone();
+        let rules: Arc<dyn ConsolidationStrategy> = Arc::new(RuleStrategy::new());
+        let (strategy, fallback) = match &settings.llm {
+            Some(llm) => {
+                let strategy = LlmStrategy::from_settings(llm)
+                    .map_err(|e| anyhow::anyhow!("cannot set up the LLM: {e}"))?;
+                tracing::info!(model = %llm.model, prompts = %strategy.prompt_version().unwrap_or_default(), "LLM consolidation on; the rules are its fallback");
+                (
+                    Arc::new(strategy) as Arc<dyn ConsolidationStrategy>,
+                    Some(rules),
+                )
+            }
+            None => (rules, None),
+        };
         let consolidator = Arc::new(Consolidator::new(Pipeline {
             log: log.clone(),
             buffer: buffer.clone(),
-            strategy: Arc::new(RuleStrategy::new()),
+            strategy,
+            fallback,
+            budget: Arc::default(),
+            metrics: Some(metrics.as_ref().clone()),
             embedder: embedder.clone(),
             index: index.clone(),
             read_model: read_model.clone(),
@@ -777,6 +795,12 @@ impl Application {
     /// The vector index, for tools and tests that inspect it directly.
     pub fn vector_index(&self) -> Arc<dyn VectorIndex> {
         self.index.clone()
+    }
+
+    /// The consolidator, for tools (`mnemo eval consolidation`) and tests
+    /// that drive it directly.
+    pub fn consolidator(&self) -> Arc<Consolidator> {
+        self.consolidator.clone()
     }
 
     /// Runs the HTTP server beside the relay and the consumers until the

@@ -49,7 +49,7 @@ use mnemo_domain::events::Role;
 use mnemo_domain::{EventId, MemoryKind};
 
 use crate::strategy::{
-    Candidate, ConsolidationStrategy, ConversationMessage, ExistingMemory, MergeDecision,
+    Candidate, ConsolidationStrategy, ConversationMessage, ExistingMemory, MergeDecision, Spend,
     StrategyError,
 };
 use patterns::{Lang, PatternMatch};
@@ -122,6 +122,7 @@ impl ConsolidationStrategy for RuleStrategy {
     async fn extract(
         &self,
         messages: &[ConversationMessage],
+        _spend: &Spend,
     ) -> Result<Vec<Candidate>, StrategyError> {
         Ok(self.extract_messages(messages))
     }
@@ -130,6 +131,7 @@ impl ConsolidationStrategy for RuleStrategy {
         &self,
         candidates: &[Candidate],
         existing: &[Vec<ExistingMemory>],
+        _spend: &Spend,
     ) -> Result<Vec<MergeDecision>, StrategyError> {
         Ok(self.merge_candidates(candidates, existing))
     }

@@ -12,6 +12,7 @@ pub struct TestApp {
     pub client: Client,
     pub dir: tempfile::TempDir,
     pub index: std::sync::Arc<dyn mnemo_vector_index::VectorIndex>,
+    pub consolidator: std::sync::Arc<mnemo_consolidator::Consolidator>,
     secret: Vec<u8>,
     server: actix_web::dev::ServerHandle,
     running: tokio::task::JoinHandle<anyhow::Result<()>>,
@@ -72,6 +73,7 @@ pub async fn spawn_app_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> TestA
     let app = mnemo::Application::build(settings).await.unwrap();
     let address = format!("http://127.0.0.1:{}", app.port());
     let index = app.vector_index();
+    let consolidator = app.consolidator();
     let server = app.server_handle();
     let running = tokio::spawn(app.run());
     let (secret, _) = mnemo::secrets::load_or_create_dev_secret(&secret_file).unwrap();
@@ -83,6 +85,7 @@ pub async fn spawn_app_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> TestA
             .unwrap(),
         dir,
         index,
+        consolidator,
         secret,
         server,
         running,
@@ -96,6 +99,7 @@ impl TestApp {
         let TestApp {
             dir,
             index,
+            consolidator,
             server,
             running,
             ..
@@ -103,6 +107,7 @@ impl TestApp {
         server.stop(true).await;
         running.await.unwrap().unwrap();
         drop(index);
+        drop(consolidator);
         dir
     }
 }

@@ -5,6 +5,7 @@ mod bad_input;
 mod erasure;
 mod helpers;
 mod jwt;
+mod llm;
 mod memories;
 mod messages;
 mod openapi;

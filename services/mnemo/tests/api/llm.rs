@@ -1,0 +1,798 @@
+//! LLM consolidation end to end: the server with `MNEMO_LLM_*` pointing at a
+//! mock OpenAI-compatible server that replays scripted answers. Extraction,
+//! merge decisions, confidence routing, relations and the profile; every
+//! tolerated malformation, HTTP failures, timeouts, the fallback to the
+//! rules, the daily budget, and redelivery.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mnemo_consolidator::buffer::Conversation;
+use mnemo_domain::{EventId, SubjectId, TenantId};
+use mnemo_llm::testsupport::MockLlmServer;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_app_with, TestApp};
+
+/// Which prompt a request carries, from its system message.
+fn purpose(request: &Value) -> &'static str {
+    let system = request["messages"][0]["content"].as_str().unwrap_or("");
+    if system.starts_with("You extract") {
+        "extract"
+    } else if system.starts_with("You maintain") {
+        "merge"
+    } else if system.starts_with("You connect") {
+        "relations"
+    } else if system.starts_with("You keep a short profile") {
+        "profile"
+    } else {
+        "unknown"
+    }
+}
+
+/// Scripted answers per prompt, in order; an exhausted script answers
+/// "nothing" in that prompt's shape.
+#[derive(Clone, Default)]
+struct Script(Arc<Mutex<HashMap<&'static str, VecDeque<String>>>>);
+
+impl Script {
+    fn push(&self, purpose: &'static str, answer: impl Into<String>) {
+        self.0
+            .lock()
+            .unwrap()
+            .entry(purpose)
+            .or_default()
+            .push_back(answer.into());
+    }
+
+    fn next(&self, purpose: &'static str) -> String {
+        if let Some(answer) = self
+            .0
+            .lock()
+            .unwrap()
+            .get_mut(purpose)
+            .and_then(VecDeque::pop_front)
+        {
+            return answer;
+        }
+        match purpose {
+            "extract" => r#"{"memories": []}"#.into(),
+            // Keep every candidate: the decisions list may be empty.
+            "merge" => r#"{"decisions": []}"#.into(),
+            "relations" => r#"{"relations": []}"#.into(),
+            _ => "The user has a profile.".into(),
+        }
+    }
+}
+
+struct LlmApp {
+    app: TestApp,
+    mock: MockLlmServer,
+    script: Script,
+    token: String,
+}
+
+impl LlmApp {
+    fn calls(&self, which: &str) -> usize {
+        self.mock
+            .requests()
+            .iter()
+            .filter(|r| purpose(r) == which)
+            .count()
+    }
+
+    /// Posts user messages and waits until their batch is consolidated
+    /// (its `BatchConsolidated` record is in the log).
+    async fn consolidate(&self, subject: &str, lines: &[&str]) -> Value {
+        let before = self.batches(subject).await.len();
+        let messages: Vec<Value> = lines
+            .iter()
+            .map(|text| json!({"role": "user", "content": text}))
+            .collect();
+        self.app
+            .post_json(
+                &format!("/v1/subjects/{subject}/messages"),
+                &self.token,
+                json!({ "messages": messages }),
+            )
+            .await;
+        let response = self
+            .app
+            .call(
+                Method::POST,
+                &format!("/v1/subjects/{subject}/consolidate"),
+                &self.token,
+                None,
+            )
+            .await;
+        assert_eq!(response.status(), 202);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let batches = self.batches(subject).await;
+            if batches.len() > before {
+                return batches.last().unwrap().clone();
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the batch was never consolidated"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn events(&self, subject: &str, event_type: &str) -> Vec<Value> {
+        let body = self
+            .app
+            .get_json(
+                &format!("/v1/audit?subject={subject}&type={event_type}&limit=500"),
+                &self.token,
+            )
+            .await;
+        body["events"].as_array().unwrap().clone()
+    }
+
+    async fn batches(&self, subject: &str) -> Vec<Value> {
+        self.events(subject, "BatchConsolidated")
+            .await
+            .into_iter()
+            .map(|e| e["payload"].clone())
+            .collect()
+    }
+
+    /// The subject's active memories, once the read model holds `expected`.
+    async fn memories(&self, subject: &str, expected: usize) -> Vec<Value> {
+        let active = |m: &[Value]| -> Vec<Value> {
+            m.iter()
+                .filter(|m| m["state"] == "active")
+                .cloned()
+                .collect()
+        };
+        let all = self
+            .app
+            .wait_for_list(&self.token, subject, |m| active(m).len() == expected)
+            .await;
+        active(&all)
+    }
+
+    /// Waits until the read model (what search and the merge step see) has
+    /// the memory in `state`.
+    async fn projected(&self, subject: &str, id: &str, state: &str) {
+        self.app
+            .wait_for_list(&self.token, subject, |m| {
+                m.iter().any(|m| m["id"] == id && m["state"] == state)
+            })
+            .await;
+    }
+
+    async fn memory(&self, id: &str) -> Value {
+        self.memory_when(id, |_| true).await
+    }
+
+    /// Polls a memory until `predicate` holds (the read model follows the log).
+    async fn memory_when(&self, id: &str, predicate: impl Fn(&Value) -> bool) -> Value {
+        let path = format!("/v1/memories/{id}");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let response = self.app.get(&path, &self.token).await;
+            let mut last = Value::Null;
+            if response.status() == 200 {
+                last = response.json().await.unwrap();
+                if predicate(&last) {
+                    return last;
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "memory {id} never matched: {last}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+async fn spawn(config: &str, env: &[(&str, &str)]) -> LlmApp {
+    let mock = MockLlmServer::start().await;
+    let script = Script::default();
+    let answers = script.clone();
+    mock.respond_with(move |request| answers.next(purpose(request)));
+    let config_dir = tempfile::tempdir().unwrap();
+    let file = config_dir.path().join("mnemo.toml");
+    // Only explicit requests consolidate, so each test decides when.
+    std::fs::write(
+        &file,
+        format!("[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n{config}"),
+    )
+    .unwrap();
+    let uri = mock.uri();
+    let mut all = vec![
+        ("MNEMO_LLM_BASE_URL", uri.as_str()),
+        ("MNEMO_LLM_MODEL", "mock-model"),
+        ("MNEMO_LLM_API_KEY", "sk-test"),
+        ("MNEMO_CONFIG", file.to_str().unwrap()),
+    ];
+    all.extend_from_slice(env);
+    let app = spawn_app_with(&all).await;
+    let token = app.admin("acme");
+    LlmApp {
+        app,
+        mock,
+        script,
+        token,
+    }
+}
+
+fn extraction(memories: &[(&str, &str, f32)]) -> String {
+    json!({"memories": memories.iter().map(|(content, kind, confidence)| json!({
+        "content": content, "kind": kind, "tags": ["test", "memory"], "confidence": confidence,
+    })).collect::<Vec<_>>()})
+    .to_string()
+}
+
+fn contents(memories: &[Value]) -> Vec<&str> {
+    let mut all: Vec<&str> = memories
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    all.sort();
+    all
+}
+
+#[tokio::test]
+async fn extraction_becomes_memories_with_model_and_prompt_version_and_small_talk_nothing() {
+    let llm = spawn("", &[]).await;
+    llm.script.push(
+        "extract",
+        json!({"memories": [
+            {"content": "The user lives in Lyon.", "kind": "fact", "tags": ["home", "city"], "confidence": 0.95, "sources": [1]},
+            {"content": "The user prefers green tea.", "kind": "preference", "tags": ["tea", "drinks"], "confidence": 0.9, "sources": [2]}
+        ]})
+        .to_string(),
+    );
+    let batch = llm
+        .consolidate("ann", &["I live in Lyon", "green tea for me, always"])
+        .await;
+    let memories = llm.memories("ann", 2).await;
+    assert_eq!(
+        contents(&memories),
+        ["The user lives in Lyon.", "The user prefers green tea."]
+    );
+    let messages = llm.events("ann", "MessageReceived").await;
+    for memory in &memories {
+        let producer = &memory["provenance"]["producer"];
+        assert_eq!(producer["strategy"], "llm");
+        assert_eq!(producer["model"], "mock-model");
+        assert_eq!(producer["prompt_version"], "v1");
+        assert!(producer.get("fallback").is_none());
+        // Each memory names the message it came from.
+        let sources = memory["provenance"]["source_event_ids"].as_array().unwrap();
+        assert_eq!(sources.len(), 1);
+        let index = if memory["content"] == "The user lives in Lyon." {
+            0
+        } else {
+            1
+        };
+        assert_eq!(sources[0], messages[index]["event_id"]);
+    }
+    let tea = memories.iter().find(|m| m["kind"] == "preference").unwrap();
+    assert_eq!(tea["tags"], json!(["tea", "drinks"]));
+    // The prompt carried the messages, and the answer shape was requested.
+    let request = &llm.mock.requests()[0];
+    assert!(request["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("I live in Lyon"));
+    assert_eq!(request["response_format"]["type"], "json_schema");
+    assert_eq!(batch["strategy"], "llm");
+    assert_eq!(batch["prompt_version"], "v1");
+    assert!(batch["prompt_tokens"].as_u64().unwrap() > 0);
+
+    // Small talk: the model finds nothing, so nothing is stored.
+    llm.consolidate("bob", &["hi!", "haha thanks", "ok bye"])
+        .await;
+    let batch = llm.batches("bob").await.pop().unwrap();
+    assert_eq!(batch["candidates"], json!([]));
+    assert_eq!(batch["created"], 0);
+    assert_eq!(llm.memories("bob", 0).await.len(), 0);
+}
+
+#[tokio::test]
+async fn confidence_routes_to_memory_review_or_discard_at_the_thresholds() {
+    // Auto 0.85 (the LLM default), review from 0.6.
+    let llm = spawn("", &[]).await;
+    llm.script.push(
+        "extract",
+        extraction(&[
+            ("The user is a nurse.", "fact", 0.9),
+            ("The user works nights.", "status", 0.85),
+            ("The user may move to Nantes.", "status", 0.84),
+            ("The user might like jazz.", "preference", 0.6),
+            ("The user perhaps owns a cat.", "fact", 0.59),
+        ]),
+    );
+    let batch = llm.consolidate("cid", &["long message"]).await;
+    let memories = llm.memories("cid", 2).await;
+    assert_eq!(
+        contents(&memories),
+        ["The user is a nurse.", "The user works nights."]
+    );
+    let reviews = llm.events("cid", "ReviewRequested").await;
+    let mut proposed: Vec<&str> = reviews
+        .iter()
+        .map(|r| r["payload"]["proposed"].as_str().unwrap())
+        .collect();
+    proposed.sort();
+    assert_eq!(
+        proposed,
+        ["The user may move to Nantes.", "The user might like jazz."]
+    );
+    for review in &reviews {
+        assert!(review["stream"].as_str().unwrap().starts_with("review-"));
+        assert_eq!(review["payload"]["action"], "create");
+        assert_eq!(review["payload"]["excerpt"], "long message");
+    }
+    // The discarded one is counted, not stored.
+    let routes: Vec<(f64, &str)> = batch["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                (c["confidence"].as_f64().unwrap() * 100.0).round() / 100.0,
+                c["route"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            (0.9, "memory"),
+            (0.85, "memory"),
+            (0.84, "review"),
+            (0.6, "review"),
+            (0.59, "discarded")
+        ]
+    );
+
+    // A tenant's own thresholds win.
+    let strict = spawn(
+        "[consolidation.tenants.acme]\nbatch_size = 50\nidle_timeout = 3600\nmin_confidence = 0.5\nauto_threshold = 0.95\n",
+        &[],
+    )
+    .await;
+    strict.script.push(
+        "extract",
+        extraction(&[("The user is a nurse.", "fact", 0.9)]),
+    );
+    strict.consolidate("cid", &["I am a nurse"]).await;
+    assert_eq!(strict.events("cid", "ReviewRequested").await.len(), 1);
+    assert_eq!(strict.memories("cid", 0).await.len(), 0);
+}
+
+#[tokio::test]
+async fn each_merge_decision_is_applied_and_history_is_kept() {
+    // Confidence 0.88: importance 0.74, below the protected 0.75, so the
+    // model's supersede is applied without a review.
+    let llm = spawn("", &[]).await;
+    // Existing memories to decide against.
+    llm.script.push(
+        "extract",
+        extraction(&[("The user lives in Lyon.", "fact", 0.88)]),
+    );
+    llm.consolidate("dan", &["I live in Lyon"]).await;
+    let lyon = llm.memories("dan", 1).await[0].clone();
+    let lyon_id = lyon["id"].as_str().unwrap().to_owned();
+
+    // supersede: the newer fact wins, the old one stays in history.
+    llm.script.push(
+        "extract",
+        extraction(&[("The user lives in Paris.", "fact", 0.88)]),
+    );
+    llm.script.push(
+        "merge",
+        r#"{"decisions": [{"candidate": 0, "action": "supersede", "target": "m1", "content": null, "reason": "moved"}]}"#,
+    );
+    llm.consolidate("dan", &["I moved to Paris"]).await;
+    let old = llm
+        .memory_when(&lyon_id, |m| m["state"] == "superseded")
+        .await;
+    let paris_id = old["superseded_by"].as_str().unwrap().to_owned();
+    llm.projected("dan", &lyon_id, "superseded").await;
+    llm.projected("dan", &paris_id, "active").await;
+    assert_eq!(
+        llm.memory(&paris_id).await["content"],
+        "The user lives in Paris."
+    );
+    let history = llm
+        .app
+        .get_json(&format!("/v1/memories/{lyon_id}/history"), &llm.token)
+        .await;
+    let types: Vec<&str> = history["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["MemoryCreated", "MemorySuperseded"]);
+    assert_eq!(
+        history["versions"][0]["memory"]["content"],
+        "The user lives in Lyon."
+    );
+    assert_eq!(history["versions"][1]["reason"], "moved");
+    // The merge prompt was shown the existing memory under its label.
+    let merge = llm
+        .mock
+        .requests()
+        .into_iter()
+        .rfind(|r| purpose(r) == "merge")
+        .unwrap();
+    let prompt: Value =
+        serde_json::from_str(merge["messages"][1]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(prompt["existing"][0]["id"], "m1");
+    assert_eq!(prompt["existing"][0]["content"], "The user lives in Lyon.");
+
+    // merge_into: a new, more precise memory; the original is linked to it.
+    llm.script.push(
+        "extract",
+        extraction(&[("The user lives in the 11th arrondissement.", "fact", 0.88)]),
+    );
+    llm.script.push(
+        "merge",
+        r#"{"decisions": [{"candidate": 0, "action": "merge_into", "target": "m1", "content": "The user lives in Paris, 11th arrondissement.", "reason": "more precise"}]}"#,
+    );
+    llm.consolidate("dan", &["in the 11th"]).await;
+    let paris = llm
+        .memory_when(&paris_id, |m| m["state"] == "superseded")
+        .await;
+    let merged = llm.memory(paris["superseded_by"].as_str().unwrap()).await;
+    llm.projected("dan", &paris_id, "superseded").await;
+    llm.projected("dan", merged["id"].as_str().unwrap(), "active")
+        .await;
+    assert_eq!(
+        merged["content"],
+        "The user lives in Paris, 11th arrondissement."
+    );
+    assert_eq!(merged["state"], "active");
+
+    // skip: a duplicate stores nothing new (it reinforces what it repeats).
+    llm.script.push(
+        "extract",
+        extraction(&[("The user lives in Paris 11e.", "fact", 0.88)]),
+    );
+    llm.script.push(
+        "merge",
+        r#"{"decisions": [{"candidate": 0, "action": "skip", "target": null, "content": null, "reason": "known"}]}"#,
+    );
+    let batch = llm.consolidate("dan", &["yes, Paris 11e"]).await;
+    assert_eq!(batch["created"], 0);
+    assert_eq!(batch["reinforced"], 1);
+    let active = llm.memories("dan", 1).await;
+    assert_eq!(active[0]["id"], merged["id"]);
+    llm.memory_when(merged["id"].as_str().unwrap(), |m| m["reinforcements"] == 1)
+        .await;
+
+    // keep: new information, a new memory.
+    llm.script.push(
+        "extract",
+        extraction(&[("The user has a dog named Rex.", "fact", 0.88)]),
+    );
+    llm.script.push(
+        "merge",
+        r#"{"decisions": [{"candidate": 0, "action": "keep", "target": null, "content": null, "reason": "new"}]}"#,
+    );
+    llm.consolidate("dan", &["my dog Rex"]).await;
+    assert_eq!(llm.memories("dan", 2).await.len(), 2);
+}
+
+#[tokio::test]
+async fn a_contradiction_between_important_memories_goes_to_review() {
+    let llm = spawn("", &[]).await;
+    llm.script.push(
+        "extract",
+        extraction(&[("The user is allergic to peanuts.", "fact", 0.95)]),
+    );
+    llm.consolidate("eve", &["I'm allergic to peanuts"]).await;
+    let allergy = llm.memories("eve", 1).await[0].clone();
+    llm.script.push(
+        "extract",
+        extraction(&[("The user can eat peanuts.", "fact", 0.95)]),
+    );
+    llm.script.push(
+        "merge",
+        r#"{"decisions": [{"candidate": 0, "action": "supersede", "target": "m1", "content": null, "reason": "contradiction"}]}"#,
+    );
+    let batch = llm
+        .consolidate("eve", &["peanut butter is fine actually"])
+        .await;
+    // Nothing decided automatically: the allergy stands, a person decides.
+    assert_eq!(batch["candidates"][0]["route"], "review");
+    let still = llm.memory(allergy["id"].as_str().unwrap()).await;
+    assert_eq!(still["state"], "active");
+    assert_eq!(llm.memories("eve", 1).await.len(), 1);
+    let reviews = llm.events("eve", "ReviewRequested").await;
+    assert_eq!(reviews.len(), 1);
+    let review = &reviews[0]["payload"];
+    assert_eq!(review["action"], "supersede");
+    assert_eq!(review["target"], allergy["id"]);
+    assert_eq!(review["reason"], "contradicts an important memory");
+}
+
+#[tokio::test]
+async fn tolerated_malformations_parse_without_a_retry() {
+    let llm = spawn("", &[]).await;
+    let forms = [
+        // A code fence.
+        "```json\n{\"memories\": [{\"content\": \"The user rows.\", \"kind\": \"fact\", \"tags\": [\"sport\", \"rowing\"], \"confidence\": 0.9}]}\n```",
+        // Prose around the JSON.
+        "Sure! Here is what I found:\n{\"memories\": [{\"content\": \"The user swims.\", \"kind\": \"fact\", \"tags\": [\"sport\", \"swimming\"], \"confidence\": 0.9}]}\nLet me know if you need more.",
+        // Trailing commas.
+        "{\"memories\": [{\"content\": \"The user runs.\", \"kind\": \"fact\", \"tags\": [\"sport\", \"running\",], \"confidence\": 0.9,},]}",
+    ];
+    for (i, form) in forms.iter().enumerate() {
+        llm.script.push("extract", *form);
+        let subject = format!("form{i}");
+        let batch = llm.consolidate(&subject, &["sports talk"]).await;
+        assert_eq!(batch["llm_calls"], 1, "{form}");
+        assert!(batch.get("fallback").is_none());
+        assert_eq!(llm.memories(&subject, 1).await.len(), 1, "{form}");
+    }
+    assert_eq!(llm.calls("extract"), 3);
+}
+
+#[tokio::test]
+async fn garbage_and_http_failures_are_retried_and_timeouts_too() {
+    let llm = spawn("", &[("MNEMO_LLM_TIMEOUT_SECONDS", "0.5")]).await;
+    // Garbage, then an answer of the wrong shape, then a good one.
+    llm.script
+        .push("extract", "I am sorry, I cannot help with that.");
+    llm.script
+        .push("extract", r#"{"facts": ["lives in Lyon"]}"#);
+    llm.script.push(
+        "extract",
+        extraction(&[("The user lives in Lyon.", "fact", 0.9)]),
+    );
+    let batch = llm.consolidate("fay", &["I live in Lyon"]).await;
+    assert_eq!(batch["llm_calls"], 3);
+    assert!(batch.get("fallback").is_none());
+    assert_eq!(
+        llm.memories("fay", 1).await[0]["provenance"]["producer"]["strategy"],
+        "llm"
+    );
+
+    // HTTP 500, then 429: the client retries; then a timeout (the answer
+    // comes after the deadline) is retried too.
+    llm.mock
+        .push_status(500, r#"{"error": {"message": "boom"}}"#);
+    llm.mock
+        .push_status(429, r#"{"error": {"message": "slow down"}}"#);
+    llm.mock
+        .push_delay(r#"{"memories": []}"#, Duration::from_secs(2));
+    llm.script
+        .push("extract", extraction(&[("The user sings.", "fact", 0.9)]));
+    let before = llm.mock.request_count();
+    let batch = llm.consolidate("gus", &["I sing"]).await;
+    assert_eq!(llm.mock.request_count() - before, 4);
+    assert!(batch.get("fallback").is_none());
+    assert_eq!(contents(&llm.memories("gus", 1).await), ["The user sings."]);
+}
+
+#[tokio::test]
+async fn repeated_failure_falls_back_to_the_rules_and_loses_nothing() {
+    let llm = spawn("", &[("MNEMO_LLM_ATTEMPTS", "2")]).await;
+    for _ in 0..2 {
+        llm.script.push("extract", "not json at all");
+    }
+    let batch = llm
+        .consolidate("hal", &["I live in Lyon", "I love green tea"])
+        .await;
+    assert_eq!(llm.calls("extract"), 2);
+    assert!(batch["fallback"]
+        .as_str()
+        .unwrap()
+        .starts_with("llm_failed"));
+    assert_eq!(batch["strategy"], "rules");
+    let memories = llm.memories("hal", 2).await;
+    for memory in &memories {
+        let producer = &memory["provenance"]["producer"];
+        assert_eq!(producer["strategy"], "rules");
+        assert_eq!(producer["fallback"], "llm_failed");
+    }
+    assert_eq!(contents(&memories), ["I live in Lyon", "I love green tea"]);
+
+    // A refused request (bad key) is not retried: straight to the rules.
+    llm.mock
+        .push_status(401, r#"{"error": {"message": "bad key"}}"#);
+    let before = llm.calls("extract");
+    let batch = llm.consolidate("ian", &["I work as a nurse"]).await;
+    assert_eq!(llm.calls("extract") - before, 1);
+    assert_eq!(batch["strategy"], "rules");
+    assert_eq!(llm.memories("ian", 1).await.len(), 1);
+}
+
+#[tokio::test]
+async fn an_exhausted_budget_falls_back_until_the_day_ends() {
+    let llm = spawn(
+        "[consolidation.tenants.acme]\nbatch_size = 50\nidle_timeout = 3600\ndaily_llm_calls = 2\n",
+        &[],
+    )
+    .await;
+    llm.script.push(
+        "extract",
+        extraction(&[("The user lives in Lyon.", "fact", 0.9)]),
+    );
+    llm.consolidate("jon", &["I live in Lyon"]).await;
+    llm.script.push(
+        "extract",
+        extraction(&[("The user has a cat.", "fact", 0.9)]),
+    );
+    // Extraction, merge and relations: the budget of 2 calls is spent.
+    llm.consolidate("jon", &["I have a cat"]).await;
+    let spent = llm.mock.request_count();
+    assert!(spent >= 2);
+    let batch = llm.consolidate("jon", &["I love green tea"]).await;
+    assert_eq!(llm.mock.request_count(), spent, "no call past the budget");
+    assert_eq!(batch["fallback"], "budget_exhausted");
+    let memories = llm.memories("jon", 3).await;
+    let tea = memories
+        .iter()
+        .find(|m| m["content"] == "I love green tea")
+        .unwrap();
+    assert_eq!(
+        tea["provenance"]["producer"]["fallback"],
+        "budget_exhausted"
+    );
+    // Another tenant has its own budget.
+    let other = llm.app.admin("globex");
+    llm.app
+        .post_json(
+            "/v1/subjects/kim/messages",
+            &other,
+            json!({"messages": [{"role": "user", "content": "I live in Oslo"}]}),
+        )
+        .await;
+    llm.app
+        .call(Method::POST, "/v1/subjects/kim/consolidate", &other, None)
+        .await;
+    llm.app
+        .wait_for(
+            "/v1/audit?type=BatchConsolidated",
+            &other,
+            "globex's batch",
+            |b| !b["events"].as_array().unwrap().is_empty(),
+        )
+        .await;
+    assert_eq!(llm.mock.request_count(), spent + 1);
+}
+
+#[tokio::test]
+async fn redelivered_messages_make_no_duplicate_memory_and_no_llm_call() {
+    let llm = spawn("", &[]).await;
+    llm.script.push(
+        "extract",
+        extraction(&[("The user lives in Lyon.", "fact", 0.9)]),
+    );
+    llm.consolidate("lea", &["I live in Lyon"]).await;
+    llm.memories("lea", 1).await;
+    let calls = llm.mock.request_count();
+    let tenant = TenantId::parse("acme").unwrap();
+    let subject = SubjectId::parse("lea").unwrap();
+    let messages = llm.events("lea", "MessageReceived").await;
+    let ids: Vec<EventId> = messages
+        .iter()
+        .map(|m| EventId::parse(m["event_id"].as_str().unwrap()).unwrap())
+        .collect();
+    // The bus delivers the message again: it was consolidated, so it stays done.
+    let pipeline = llm.app.consolidator.pipeline();
+    for id in &ids {
+        let recorded = pipeline
+            .log
+            .store()
+            .get_event(&tenant, id)
+            .await
+            .unwrap()
+            .unwrap();
+        use mnemo_bus::EventHandler;
+        llm.app.consolidator.handle(&recorded).await.unwrap();
+    }
+    // The same batch replayed (a crash before the buffer rows were removed).
+    let conversation = Conversation {
+        tenant: tenant.clone(),
+        subject,
+        session: String::new(),
+    };
+    let outcome = pipeline.consolidate(&conversation, &ids).await.unwrap();
+    assert_eq!(outcome.created, 0);
+    assert_eq!(outcome.already_done, ids.len());
+    assert_eq!(llm.mock.request_count(), calls);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(llm.memories("lea", 1).await.len(), 1);
+    assert_eq!(llm.batches("lea").await.len(), 1);
+}
+
+#[tokio::test]
+async fn relations_link_both_memories_and_profiles_follow_new_memories() {
+    let llm = spawn(
+        "[consolidation.tenants.acme]\nbatch_size = 50\nidle_timeout = 3600\nprofile_every = 2\n",
+        &[],
+    )
+    .await;
+    llm.script.push(
+        "extract",
+        extraction(&[("The user is allergic to dairy.", "fact", 0.95)]),
+    );
+    let first = llm.consolidate("max", &["I'm allergic to dairy"]).await;
+    assert_eq!(first["created"], 1);
+    assert!(llm.events("max", "ProfileUpdated").await.is_empty());
+    let allergy = llm.memories("max", 1).await[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    llm.script.push(
+        "extract",
+        extraction(&[("The user avoided the cheese lasagne.", "decision", 0.9)]),
+    );
+    llm.script.push(
+        "merge",
+        r#"{"decisions": [{"candidate": 0, "action": "keep", "target": null, "content": null, "reason": "new"}]}"#,
+    );
+    llm.script.push(
+        "relations",
+        r#"{"relations": [{"from": "e2", "to": "n1", "relation": "premise", "confidence": 0.9}]}"#,
+    );
+    llm.script
+        .push("profile", "Allergic to dairy; avoids cheese dishes.");
+    let second = llm.consolidate("max", &["so I skipped the lasagne"]).await;
+    assert_eq!(second["llm_calls"], 4);
+    let memories = llm.memories("max", 2).await;
+    let decision = memories.iter().find(|m| m["kind"] == "decision").unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The relations prompt labelled the pair; the edge is on both streams.
+    let relation = llm.events("max", "RelationAdded").await;
+    assert_eq!(relation.len(), 2);
+    let streams: Vec<&str> = relation
+        .iter()
+        .map(|e| e["stream"].as_str().unwrap())
+        .collect();
+    assert!(streams.contains(&format!("memory-{allergy}").as_str()));
+    assert!(streams.contains(&format!("memory-{decision}").as_str()));
+    assert_eq!(relation[0]["payload"]["from"], allergy.as_str());
+    assert_eq!(relation[0]["payload"]["to"], decision.as_str());
+    assert_eq!(relation[0]["payload"]["relation"], "premise");
+
+    // Two memories since no profile: the profile is written from both.
+    let profiles = llm.events("max", "ProfileUpdated").await;
+    assert_eq!(profiles.len(), 1);
+    assert_eq!(
+        profiles[0]["payload"]["summary"],
+        "Allergic to dairy; avoids cheese dishes."
+    );
+    assert_eq!(
+        profiles[0]["payload"]["memory_ids"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let prompt = llm
+        .mock
+        .requests()
+        .into_iter()
+        .find(|r| purpose(r) == "profile")
+        .unwrap();
+    let input: Value =
+        serde_json::from_str(prompt["messages"][1]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(input["previous_profile"], Value::Null);
+    assert_eq!(input["new_memories"].as_array().unwrap().len(), 2);
+
+    // One more memory is not enough for a new profile.
+    llm.script.push(
+        "extract",
+        extraction(&[("The user likes Margherita pizza.", "preference", 0.9)]),
+    );
+    llm.consolidate("max", &["margherita please"]).await;
+    assert_eq!(llm.events("max", "ProfileUpdated").await.len(), 1);
+}
