@@ -754,6 +754,7 @@ pub(crate) async fn retriever_beside(
         )),
         ranking: Default::default(),
         rrf_k,
+        llm_pricing: Default::default(),
     };
     Ok((state, pool))
 }

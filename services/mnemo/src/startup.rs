@@ -723,6 +723,14 @@ impl Application {
             bus: bus.clone(),
             ranking: Default::default(),
             rrf_k: mnemo_retriever::DEFAULT_RRF_K,
+            llm_pricing: settings
+                .llm
+                .as_ref()
+                .map(|llm| mnemo_retriever::report::LlmPricing {
+                    input_per_million: llm.price_input_per_million,
+                    output_per_million: llm.price_output_per_million,
+                })
+                .unwrap_or_default(),
         });
         let health = web::Data::new(Health {
             stores: stores.clone(),

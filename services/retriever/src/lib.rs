@@ -12,6 +12,7 @@ pub mod handlers;
 pub mod projection;
 pub mod ranking;
 pub mod reindex;
+pub mod report;
 pub mod search;
 
 use std::sync::Arc;
@@ -43,6 +44,8 @@ pub struct RetrieverState {
     pub ranking: RankingParams,
     /// Reciprocal-rank-fusion constant for hybrid queries.
     pub rrf_k: u32,
+    /// Token prices for the consolidation cost report.
+    pub llm_pricing: report::LlmPricing,
 }
 
 pub const ROUTES: &[(&str, &str)] = &[
@@ -51,6 +54,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/subjects/{subject}/memories"),
     ("GET", "/v1/subjects/{subject}/export"),
     ("GET", "/v1/audit"),
+    ("GET", "/v1/consolidation/report"),
     ("GET", "/v1/erasures/{id}"),
     ("POST", "/v1/subjects/{subject}/search"),
     ("POST", "/v1/subjects/{subject}/context"),
@@ -73,6 +77,10 @@ pub fn configure(state: Arc<RetrieverState>) -> impl Fn(&mut web::ServiceConfig)
                 web::get().to(handlers::export_subject),
             )
             .route("/v1/audit", web::get().to(handlers::audit))
+            .route(
+                "/v1/consolidation/report",
+                web::get().to(report::consolidation_report),
+            )
             .route(
                 "/v1/erasures/{id}",
                 web::get().to(handlers::erasure_receipt),

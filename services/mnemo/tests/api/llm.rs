@@ -796,3 +796,87 @@ async fn relations_link_both_memories_and_profiles_follow_new_memories() {
     llm.consolidate("max", &["margherita please"]).await;
     assert_eq!(llm.events("max", "ProfileUpdated").await.len(), 1);
 }
+
+#[tokio::test]
+async fn the_cost_report_and_the_metrics_count_what_consolidation_spent() {
+    let llm = spawn(
+        "",
+        &[
+            ("MNEMO_LLM_PRICE_INPUT_PER_MILLION", "2"),
+            ("MNEMO_LLM_PRICE_OUTPUT_PER_MILLION", "8"),
+            ("MNEMO_LLM_ATTEMPTS", "1"),
+        ],
+    )
+    .await;
+    llm.script.push(
+        "extract",
+        extraction(&[("The user lives in Lyon.", "fact", 0.9)]),
+    );
+    llm.consolidate("ned", &["I live in Lyon", "and I like it"])
+        .await;
+    llm.script.push("extract", "garbage");
+    llm.consolidate("ned", &["I love green tea"]).await;
+    let batches = llm.batches("ned").await;
+    let prompt: u64 = batches
+        .iter()
+        .map(|b| b["prompt_tokens"].as_u64().unwrap())
+        .sum();
+    let completion: u64 = batches
+        .iter()
+        .map(|b| b["completion_tokens"].as_u64().unwrap())
+        .sum();
+    assert!(prompt > 0 && completion > 0);
+
+    let body = llm
+        .app
+        .get_json("/v1/consolidation/report?days=7", &llm.token)
+        .await;
+    let report = &body["report"];
+    assert_eq!(report["totals"]["batches"], 2);
+    assert_eq!(report["totals"]["messages"], 3);
+    assert_eq!(report["totals"]["llm_calls"], 2);
+    assert_eq!(report["totals"]["prompt_tokens"], prompt);
+    let cost = (prompt as f64 * 2.0 + completion as f64 * 8.0) / 1e6;
+    let reported = report["totals"]["estimated_cost"].as_f64().unwrap();
+    assert!((reported - cost).abs() < 1e-12, "{reported} vs {cost}");
+    let per100 = &report["per_100_messages"];
+    assert!((per100["llm_calls"].as_f64().unwrap() - 200.0 / 3.0).abs() < 1e-9);
+    assert_eq!(report["fallbacks"]["llm_failed"], 1);
+    assert_eq!(report["models"]["mock-model"], 2);
+    // Another tenant sees its own (empty) report; bad input is a 400.
+    let other = llm.app.admin("globex");
+    let empty = llm.app.get_json("/v1/consolidation/report", &other).await;
+    assert_eq!(empty["report"]["totals"]["batches"], 0);
+    assert!(empty["report"]["per_100_messages"].is_null());
+    let response = llm
+        .app
+        .get("/v1/consolidation/report?days=0", &llm.token)
+        .await;
+    crate::helpers::assert_error(response, 400, "invalid_days").await;
+    let reader = llm
+        .app
+        .token("acme", &[mnemo_auth::Scope::MemoriesRead], None);
+    let response = llm.app.get("/v1/consolidation/report", &reader).await;
+    assert_eq!(response.status(), 403);
+
+    let metrics = llm
+        .app
+        .client
+        .get(format!("{}/metrics", llm.app.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("mnemo_llm_calls_total{outcome=\"completed\"} 2"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("mnemo_llm_calls_total{outcome=\"failed\"} 1"));
+    assert!(metrics.contains(&format!(
+        "mnemo_llm_tokens_total{{kind=\"prompt\"}} {prompt}"
+    )));
+    assert!(metrics.contains("mnemo_consolidation_fallbacks_total{reason=\"llm_failed\"} 1"));
+    assert!(metrics.contains("mnemo_consolidation_candidates_total{route=\"memory\"}"));
+}
