@@ -754,6 +754,7 @@ pub(crate) async fn retriever_beside(
         )),
         ranking: Default::default(),
         rrf_k,
+        consolidation: Arc::new(settings.consolidation.clone()),
     };
     Ok((state, pool))
 }

@@ -705,6 +705,7 @@ impl Application {
             bus: bus.clone(),
             ranking: Default::default(),
             rrf_k: mnemo_retriever::DEFAULT_RRF_K,
+            consolidation: Arc::new(settings.consolidation.clone()),
         });
         let health = web::Data::new(Health {
             stores: stores.clone(),
