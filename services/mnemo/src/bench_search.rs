@@ -851,6 +851,8 @@ async fn measure(
                 K,
                 Mode::Hybrid,
                 filter,
+                // Ranking alone: no graph expansion in the measurement.
+                0,
             )
             .await
             .map_err(|e| anyhow::anyhow!("find failed: {e}"))
