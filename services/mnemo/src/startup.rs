@@ -775,6 +775,12 @@ impl Application {
         self.server.handle()
     }
 
+    /// The sealed log, for tools and tests that append as another service
+    /// would (e.g. the consolidator's review requests).
+    pub fn log(&self) -> SealedLog {
+        self.log.clone()
+    }
+
     /// The vector index, for tools and tests that inspect it directly.
     pub fn vector_index(&self) -> Arc<dyn VectorIndex> {
         self.index.clone()

@@ -12,6 +12,8 @@ pub struct TestApp {
     pub client: Client,
     pub dir: tempfile::TempDir,
     pub index: std::sync::Arc<dyn mnemo_vector_index::VectorIndex>,
+    /// The server's sealed log: tests append what the consolidator would.
+    pub log: mnemo_event_store::sealed::SealedLog,
     secret: Vec<u8>,
     server: actix_web::dev::ServerHandle,
     running: tokio::task::JoinHandle<anyhow::Result<()>>,
@@ -72,6 +74,7 @@ pub async fn spawn_app_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> TestA
     let app = mnemo::Application::build(settings).await.unwrap();
     let address = format!("http://127.0.0.1:{}", app.port());
     let index = app.vector_index();
+    let log = app.log();
     let server = app.server_handle();
     let running = tokio::spawn(app.run());
     let (secret, _) = mnemo::secrets::load_or_create_dev_secret(&secret_file).unwrap();
@@ -83,6 +86,7 @@ pub async fn spawn_app_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> TestA
             .unwrap(),
         dir,
         index,
+        log,
         secret,
         server,
         running,
@@ -96,6 +100,7 @@ impl TestApp {
         let TestApp {
             dir,
             index,
+            log,
             server,
             running,
             ..
@@ -103,6 +108,7 @@ impl TestApp {
         server.stop(true).await;
         running.await.unwrap().unwrap();
         drop(index);
+        drop(log);
         dir
     }
 }
