@@ -16,8 +16,8 @@ use mnemo_domain::events::{
     ReviewDecision, ReviewRequested, ReviewResolved,
 };
 use mnemo_domain::{
-    importance_for, DomainEvent, EventId, EventMetadata, Memory, MemoryId, MemoryKind,
-    MemoryState, Producer, Provenance, SubjectId, SubjectText,
+    importance_for, DomainEvent, EventId, EventMetadata, Memory, MemoryId, MemoryKind, MemoryState,
+    Producer, Provenance, SubjectId, SubjectText,
 };
 use mnemo_event_store::sealed::{Decoded, LogError, Pending};
 use mnemo_event_store::{EventStoreError, ExpectedVersion};
@@ -179,7 +179,8 @@ pub async fn resolve_review(
         let mut pii = scrub.finish();
         add_counts(&mut pii, &edited_pii);
         content_pii = Some(edited_pii);
-        let memory_id = (input.decision != ReviewDecision::Reject).then(|| memory_id_for(&review_id));
+        let memory_id =
+            (input.decision != ReviewDecision::Reject).then(|| memory_id_for(&review_id));
         let event = DomainEvent::ReviewResolved(ReviewResolved {
             review_id,
             decision: input.decision,

@@ -258,7 +258,11 @@ async fn expand(
     for _ in 0..depth {
         let mut next = Vec::new();
         for (is_extra, index) in frontier {
-            let parent = if is_extra { &extras[index] } else { &hits[index] };
+            let parent = if is_extra {
+                &extras[index]
+            } else {
+                &hits[index]
+            };
             let edges: Vec<_> = parent
                 .memory
                 .relations
@@ -525,8 +529,7 @@ pub async fn context(
         .map(|p| profile_section(&p.summary))
         .filter(|section| estimate_tokens(section) <= token_budget);
     let profile_tokens = profile_section.as_deref().map_or(0, estimate_tokens);
-    let (block, included, tokens) =
-        format_block(&lines, token_budget - profile_tokens, Utc::now());
+    let (block, included, tokens) = format_block(&lines, token_budget - profile_tokens, Utc::now());
     let (block, tokens) = match profile_section {
         Some(section) if block.is_empty() => (section, profile_tokens),
         Some(section) => (format!("{section}\n{block}"), profile_tokens + tokens),

@@ -266,18 +266,18 @@ async fn pending_reviews_are_listed_oldest_first_without_resolved_ones_or_other_
 
     // Paged by an opaque cursor.
     let one = app.get_json("/v1/review?limit=1", &token).await;
-    assert_eq!(ids(&one), [first.clone()]);
+    assert_eq!(ids(&one)[..], [first.as_str()]);
     let cursor = one["next_cursor"].as_str().unwrap();
     let two = app
         .get_json(&format!("/v1/review?limit=1&cursor={cursor}"), &token)
         .await;
-    assert_eq!(ids(&two), [third.clone()]);
+    assert_eq!(ids(&two)[..], [third.as_str()]);
 
     let only_u2 = app.get_json("/v1/review?subject=u2", &token).await;
     assert_eq!(ids(&only_u2), [third]);
 
     let globex = app.get_json("/v1/review", &app.reviewer("globex")).await;
-    assert_eq!(ids(&globex), [other.clone()]);
+    assert_eq!(ids(&globex)[..], [other.as_str()]);
     // Another tenant's review cannot be decided either.
     let foreign = app
         .resolve(&token, &other, json!({"decision": "approve"}))
@@ -404,7 +404,9 @@ async fn a_second_different_decision_conflicts_and_the_same_one_is_idempotent() 
         .resolved(&ann, &review, json!({"decision": "approve"}))
         .await;
 
-    let conflict = app.resolve(&bob, &review, json!({"decision": "reject"})).await;
+    let conflict = app
+        .resolve(&bob, &review, json!({"decision": "reject"}))
+        .await;
     assert_error(conflict, 409, "review_already_resolved").await;
 
     let again = app
@@ -420,7 +422,9 @@ async fn a_second_different_decision_conflicts_and_the_same_one_is_idempotent() 
 #[tokio::test]
 async fn a_retried_approval_completes_the_memory_a_crash_left_out() {
     let app = spawn_app().await;
-    let target = app.memory(&app.admin("acme"), "u1", "Likes green tea").await;
+    let target = app
+        .memory(&app.admin("acme"), "u1", "Likes green tea")
+        .await;
     let review = app
         .request_review(
             "acme",
@@ -467,7 +471,9 @@ async fn a_retried_approval_completes_the_memory_a_crash_left_out() {
         .get_json(&format!("/v1/memories/{memory_id}"), &token)
         .await;
     assert_eq!(memory["content"], "Likes oolong tea now");
-    let old = app.get_json(&format!("/v1/memories/{target}"), &token).await;
+    let old = app
+        .get_json(&format!("/v1/memories/{target}"), &token)
+        .await;
     assert_eq!(old["state"], "superseded");
     let events = app.all_events("acme").await;
     assert_eq!(count_events(&events, "ReviewResolved"), 1);
@@ -496,7 +502,9 @@ async fn approve_action(action: ProposedAction, event_type: &str) {
     let memory_id = body["memory_id"].as_str().unwrap();
     assert_eq!(body["review"]["action"], action.as_str());
 
-    let old = app.get_json(&format!("/v1/memories/{target}"), &token).await;
+    let old = app
+        .get_json(&format!("/v1/memories/{target}"), &token)
+        .await;
     assert_eq!(old["state"], "superseded");
     assert_eq!(old["superseded_by"], memory_id);
     let history = app
@@ -534,7 +542,12 @@ async fn review_endpoints_need_the_review_scope() {
         .request_review("acme", "u1", Proposal::new("Likes oolong tea"))
         .await;
     let token = app.token("acme", &[Scope::MemoriesRead, Scope::MemoriesWrite], None);
-    assert_error(app.get("/v1/review", &token).await, 403, "insufficient_scope").await;
+    assert_error(
+        app.get("/v1/review", &token).await,
+        403,
+        "insufficient_scope",
+    )
+    .await;
     assert_error(
         app.get("/v1/review/stats", &token).await,
         403,
@@ -792,8 +805,15 @@ async fn a_why_search_returns_the_premise_chain_marked_with_via() {
         .await;
     app.relate("acme", "u1", &allergy, &avoid, RelationKind::Cause, 0.8)
         .await;
-    app.relate("acme", "u2", &stranger, &decision, RelationKind::Premise, 0.9)
-        .await;
+    app.relate(
+        "acme",
+        "u2",
+        &stranger,
+        &decision,
+        RelationKind::Premise,
+        0.9,
+    )
+    .await;
 
     let search = |depth: Option<u8>| {
         let mut body = json!({"query": "why the mushroom risotto?", "k": 2, "mode": "keyword"});
