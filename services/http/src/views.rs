@@ -9,7 +9,7 @@ use serde_json::Value;
 
 /// Scores are f32 inside; four decimals is all they mean, and it keeps
 /// `0.9` from printing as `0.90000004`.
-fn round4(value: f32) -> f64 {
+pub fn round4(value: f32) -> f64 {
     (f64::from(value) * 10_000.0).round() / 10_000.0
 }
 
@@ -17,6 +17,25 @@ fn round4(value: f32) -> f64 {
 pub struct ProvenanceView<'a> {
     pub source_event_ids: Vec<String>,
     pub producer: &'a mnemo_domain::Producer,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RelationView {
+    pub from: String,
+    pub to: String,
+    pub relation: &'static str,
+    pub confidence: f64,
+}
+
+impl RelationView {
+    pub fn of(relation: &mnemo_domain::MemoryRelation) -> Self {
+        RelationView {
+            from: relation.from.to_string(),
+            to: relation.to.to_string(),
+            relation: relation.relation.as_str(),
+            confidence: round4(relation.confidence),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -36,6 +55,9 @@ pub struct MemoryView<'a> {
     pub agent: Option<&'a str>,
     pub reinforcements: u32,
     pub superseded_by: Option<String>,
+    /// Typed edges to other memories (`from` is the `relation` of `to`);
+    /// a contradiction shows on both memories.
+    pub relations: Vec<RelationView>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -65,6 +87,7 @@ impl<'a> MemoryView<'a> {
             agent: memory.agent.as_ref().map(|a| a.as_str()),
             reinforcements: memory.reinforcements,
             superseded_by: memory.superseded_by.map(|id| id.to_string()),
+            relations: memory.relations.iter().map(RelationView::of).collect(),
             created_at: memory.created_at,
             updated_at: memory.updated_at,
         }

@@ -27,7 +27,7 @@ use crate::IngestState;
 const MAX_TAGS: usize = 20;
 const MAX_TAG_CHARS: usize = 64;
 const MAX_MESSAGE_ID_CHARS: usize = 128;
-const MAX_REASON_CHARS: usize = 1000;
+pub(crate) const MAX_REASON_CHARS: usize = 1000;
 
 /// An optional JSON body (DELETE, POST without parameters): empty means
 /// the defaults; when present it is checked like any other body.
@@ -54,7 +54,7 @@ fn subject_from_path(raw: &str) -> Result<SubjectId, ApiError> {
     Ok(SubjectId::parse(raw)?)
 }
 
-fn check_content(field: &str, text: &str, max_chars: usize) -> Result<(), ApiError> {
+pub(crate) fn check_content(field: &str, text: &str, max_chars: usize) -> Result<(), ApiError> {
     if text.trim().is_empty() {
         return Err(ApiError::unprocessable(
             "invalid_content",
@@ -82,7 +82,7 @@ fn check_unit(field: &str, value: Option<f32>) -> Result<(), ApiError> {
 
 /// Tags are plain labels, not content: they are stored unencrypted, so one
 /// that holds PII is refused rather than silently rewritten.
-fn check_tags(tags: &[String]) -> Result<Vec<String>, ApiError> {
+pub(crate) fn check_tags(tags: &[String]) -> Result<Vec<String>, ApiError> {
     if tags.len() > MAX_TAGS {
         return Err(ApiError::unprocessable(
             "too_many_tags",

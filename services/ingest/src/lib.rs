@@ -7,6 +7,7 @@
 //! piece of subject text went through [`scrub::Scrubbers`].
 
 pub mod handlers;
+pub mod review;
 pub mod scrub;
 
 use std::sync::Arc;
@@ -34,6 +35,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/v1/memories/{id}"),
     ("DELETE", "/v1/subjects/{subject}"),
     ("POST", "/v1/subjects/{subject}/consolidate"),
+    ("POST", "/v1/review/{id}"),
 ];
 
 pub fn configure(state: Arc<IngestState>) -> impl Fn(&mut web::ServiceConfig) + Clone {
@@ -62,6 +64,7 @@ pub fn configure(state: Arc<IngestState>) -> impl Fn(&mut web::ServiceConfig) + 
             .route(
                 "/v1/subjects/{subject}/consolidate",
                 web::post().to(handlers::request_consolidation),
-            );
+            )
+            .route("/v1/review/{id}", web::post().to(review::resolve_review));
     }
 }

@@ -755,6 +755,7 @@ pub(crate) async fn retriever_beside(
         ranking: Default::default(),
         rrf_k,
         llm_pricing: Default::default(),
+        consolidation: Arc::new(settings.consolidation.clone()),
     };
     Ok((state, pool))
 }
@@ -851,6 +852,8 @@ async fn measure(
                 K,
                 Mode::Hybrid,
                 filter,
+                // Ranking alone: no graph expansion in the measurement.
+                0,
             )
             .await
             .map_err(|e| anyhow::anyhow!("find failed: {e}"))

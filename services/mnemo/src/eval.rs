@@ -789,6 +789,8 @@ impl Shared {
             k,
             search_mode,
             filter,
+            // Ranking alone: no graph expansion in the measurement.
+            0,
         )
         .await
         .map_err(|e| anyhow::anyhow!("search ({mode}) for {query:?} in process: {e}"))?;

@@ -731,6 +731,7 @@ impl Application {
                     output_per_million: llm.price_output_per_million,
                 })
                 .unwrap_or_default(),
+            consolidation: Arc::new(settings.consolidation.clone()),
         });
         let health = web::Data::new(Health {
             stores: stores.clone(),
@@ -798,6 +799,12 @@ impl Application {
     /// then flushes and returns.
     pub fn server_handle(&self) -> actix_web::dev::ServerHandle {
         self.server.handle()
+    }
+
+    /// The sealed log, for tools and tests that append as another service
+    /// would (e.g. the consolidator's review requests).
+    pub fn log(&self) -> SealedLog {
+        self.log.clone()
     }
 
     /// The vector index, for tools and tests that inspect it directly.

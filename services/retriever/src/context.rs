@@ -90,6 +90,11 @@ pub fn format_block(
     (block, included, used)
 }
 
+/// The profile at the top of a context block: a heading and the summary.
+pub fn profile_section(summary: &str) -> String {
+    format!("Profile of the user:\n{}\n", summary.trim())
+}
+
 /// The query for the next turn: the last `n` user and assistant messages,
 /// oldest first, joined by newlines.
 pub fn build_query<'a>(

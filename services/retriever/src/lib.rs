@@ -13,12 +13,15 @@ pub mod projection;
 pub mod ranking;
 pub mod reindex;
 pub mod report;
+pub mod review;
 pub mod search;
 
 use std::sync::Arc;
 
 use actix_web::web;
 use mnemo_bus::Bus;
+use mnemo_config::Policies;
+use mnemo_domain::consolidation::ConsolidationPolicy;
 use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_read_model::MemoryReadModel;
@@ -46,6 +49,9 @@ pub struct RetrieverState {
     pub rrf_k: u32,
     /// Token prices for the consolidation cost report.
     pub llm_pricing: report::LlmPricing,
+    /// The tenants' consolidation policies: their thresholds are what the
+    /// review statistics are read against.
+    pub consolidation: Arc<Policies<ConsolidationPolicy>>,
 }
 
 pub const ROUTES: &[(&str, &str)] = &[
@@ -58,6 +64,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/erasures/{id}"),
     ("POST", "/v1/subjects/{subject}/search"),
     ("POST", "/v1/subjects/{subject}/context"),
+    ("GET", "/v1/subjects/{subject}/profile"),
+    ("GET", "/v1/review"),
+    ("GET", "/v1/review/stats"),
 ];
 
 pub fn configure(state: Arc<RetrieverState>) -> impl Fn(&mut web::ServiceConfig) + Clone {
@@ -92,6 +101,12 @@ pub fn configure(state: Arc<RetrieverState>) -> impl Fn(&mut web::ServiceConfig)
             .route(
                 "/v1/subjects/{subject}/context",
                 web::post().to(search::context),
-            );
+            )
+            .route(
+                "/v1/subjects/{subject}/profile",
+                web::get().to(review::get_profile),
+            )
+            .route("/v1/review", web::get().to(review::list_reviews))
+            .route("/v1/review/stats", web::get().to(review::review_stats));
     }
 }

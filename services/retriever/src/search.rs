@@ -6,19 +6,25 @@ use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use mnemo_auth::{Principal, Scope};
 use mnemo_bus::{topics, OutgoingRecord};
-use mnemo_domain::{MemoryKind, MemoryState, SubjectId};
+use std::collections::HashSet;
+
+use mnemo_domain::events::RelationKind;
+use mnemo_domain::{MemoryId, MemoryKind, MemoryState, SubjectId};
 use mnemo_http::views::MemoryView;
 use mnemo_http::{ApiError, Authenticated};
 use mnemo_vector_index::{SearchFilter, SearchMode, SearchRequest};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::context::{build_query, estimate_tokens, format_block, BlockLine};
+use crate::context::{build_query, estimate_tokens, format_block, profile_section, BlockLine};
 use crate::ranking::{rank, Candidate};
 use crate::RetrieverState;
 
 const MAX_K: usize = 100;
 const MAX_QUERY_CHARS: usize = 4_000;
+/// Hops of premise / cause edges followed from each hit by default.
+const DEFAULT_EXPAND_DEPTH: u8 = 2;
+const MAX_EXPAND_DEPTH: u8 = 2;
 
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -54,6 +60,18 @@ pub struct SearchInput {
     pub mode: Mode,
     #[serde(default)]
     pub filters: Filters,
+    /// Hops of premise / cause edges to follow from each hit (0–2).
+    pub expand_depth: Option<u8>,
+}
+
+fn check_expand_depth(depth: Option<u8>) -> Result<u8, ApiError> {
+    match depth.unwrap_or(DEFAULT_EXPAND_DEPTH) {
+        depth if depth <= MAX_EXPAND_DEPTH => Ok(depth),
+        _ => Err(ApiError::unprocessable(
+            "invalid_expand_depth",
+            format!("expand_depth must be between 0 and {MAX_EXPAND_DEPTH}"),
+        )),
+    }
 }
 
 fn to_filter(subject: &SubjectId, filters: &Filters) -> Result<SearchFilter, ApiError> {
@@ -99,6 +117,15 @@ pub struct Found {
     pub dense_rank: Option<usize>,
     pub sparse_rank: Option<usize>,
     pub dense_similarity: Option<f32>,
+    /// Set on a memory found by following an edge rather than ranked: it
+    /// explains (is the premise or cause of) the memory `of`.
+    pub via: Option<Via>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Via {
+    pub relation: RelationKind,
+    pub of: MemoryId,
 }
 
 impl Found {
@@ -106,6 +133,7 @@ impl Found {
         json!({
             "memory": MemoryView::of(&self.memory),
             "score": self.parts.final_score,
+            "via": self.via.map(|via| json!({"relation": via.relation.as_str(), "of": via.of.to_string()})),
             "components": {
                 "fused": self.fused,
                 "dense_rank": self.dense_rank,
@@ -121,7 +149,9 @@ impl Found {
     }
 }
 
-/// Runs a ranked search for one subject.
+/// Runs a ranked search for one subject, then follows premise and cause
+/// edges from the hits `expand_depth` hops back (see [`expand`]).
+#[allow(clippy::too_many_arguments)]
 pub async fn find(
     state: &RetrieverState,
     principal: &Principal,
@@ -130,6 +160,7 @@ pub async fn find(
     k: usize,
     mode: Mode,
     filter: SearchFilter,
+    expand_depth: u8,
 ) -> Result<Vec<Found>, ApiError> {
     let tenant = &principal.tenant;
     let dense = match mode {
@@ -195,11 +226,100 @@ pub async fn find(
                 dense_rank: hit.dense_rank,
                 sparse_rank: hit.sparse_rank,
                 dense_similarity: hit.dense_score,
+                via: None,
             }
         })
         .collect();
+    let mut found = found;
+    let extras = expand(state, principal, subject, &found, k, expand_depth).await?;
+    found.extend(extras);
     signal_access(state, principal, subject, &found).await;
     Ok(found)
+}
+
+/// The memories that explain the hits: for each hit, the `from` end of its
+/// premise and cause edges (where the hit is `to`), then theirs, up to
+/// `depth` hops, breadth first. They come after the hits and displace none;
+/// at most `k` of them; only live memories (active or archived) of the same
+/// tenant and subject that are not already in the results. Each scores its
+/// parent's score times the edge's confidence.
+async fn expand(
+    state: &RetrieverState,
+    principal: &Principal,
+    subject: &SubjectId,
+    hits: &[Found],
+    k: usize,
+    depth: u8,
+) -> Result<Vec<Found>, ApiError> {
+    let mut seen: HashSet<MemoryId> = hits.iter().map(|f| f.memory.id).collect();
+    let mut extras: Vec<Found> = Vec::new();
+    // (index into hits or extras, is_extra)
+    let mut frontier: Vec<(bool, usize)> = (0..hits.len()).map(|i| (false, i)).collect();
+    for _ in 0..depth {
+        let mut next = Vec::new();
+        for (is_extra, index) in frontier {
+            let parent = if is_extra {
+                &extras[index]
+            } else {
+                &hits[index]
+            };
+            let edges: Vec<_> = parent
+                .memory
+                .relations
+                .iter()
+                .filter(|r| r.to == parent.memory.id && r.relation.explains())
+                .cloned()
+                .collect();
+            let (parent_id, parent_parts) = (parent.memory.id, parent.parts.clone());
+            for edge in edges {
+                if extras.len() >= k {
+                    return Ok(extras);
+                }
+                if !seen.insert(edge.from) {
+                    continue;
+                }
+                let Some(memory) = state
+                    .read_model
+                    .get(&principal.tenant, &edge.from)
+                    .await
+                    .map_err(ApiError::unavailable)?
+                else {
+                    continue;
+                };
+                let live = matches!(memory.state, MemoryState::Active | MemoryState::Archived);
+                if &memory.subject != subject || !live || memory.content.as_text().is_none() {
+                    continue;
+                }
+                let weight = f64::from(edge.confidence);
+                let parts = crate::ranking::ScoreParts {
+                    relevance: parent_parts.relevance * weight,
+                    recency: 0.0,
+                    importance: f64::from(memory.importance),
+                    combined: parent_parts.combined * weight,
+                    redundancy: 0.0,
+                    final_score: parent_parts.final_score * weight,
+                };
+                extras.push(Found {
+                    memory,
+                    parts,
+                    fused: 0.0,
+                    dense_rank: None,
+                    sparse_rank: None,
+                    dense_similarity: None,
+                    via: Some(Via {
+                        relation: edge.relation,
+                        of: parent_id,
+                    }),
+                });
+                next.push((true, extras.len() - 1));
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        frontier = next;
+    }
+    Ok(extras)
 }
 
 /// Tells the forgetter which memories were retrieved. Best effort: a lost
@@ -261,8 +381,19 @@ pub async fn search(
         ));
     }
     let k = check_k(input.k, 10)?;
+    let expand_depth = check_expand_depth(input.expand_depth)?;
     let filter = to_filter(&subject, &input.filters)?;
-    let found = find(&state, &principal, &subject, query, k, input.mode, filter).await?;
+    let found = find(
+        &state,
+        &principal,
+        &subject,
+        query,
+        k,
+        input.mode,
+        filter,
+        expand_depth,
+    )
+    .await?;
     let results: Vec<Value> = found.iter().map(Found::to_json).collect();
     Ok(HttpResponse::Ok().json(json!({ "results": results })))
 }
@@ -289,6 +420,11 @@ pub struct ContextInput {
     pub mode: Mode,
     #[serde(default)]
     pub filters: Filters,
+    /// Hops of premise / cause edges to follow from each hit (0–2).
+    pub expand_depth: Option<u8>,
+    /// Put the subject's profile (its rolling summary) at the top.
+    #[serde(default)]
+    pub include_profile: bool,
 }
 
 pub async fn context(
@@ -337,7 +473,13 @@ pub async fn context(
             "send at least one user or assistant message with content",
         ));
     }
+    let expand_depth = check_expand_depth(input.expand_depth)?;
     let filter = to_filter(&subject, &input.filters)?;
+    let profile = if input.include_profile {
+        crate::review::latest_profile(&state, &principal.tenant, &subject).await?
+    } else {
+        None
+    };
     let found = find(
         &state,
         &principal,
@@ -346,17 +488,29 @@ pub async fn context(
         max_memories,
         input.mode,
         filter,
+        expand_depth,
     )
     .await?;
     // Only readable memories, so the block and the list stay line for line.
-    let kept: Vec<&Found> = found
-        .iter()
-        .filter(|f| f.memory.content.as_text().is_some())
-        .filter(|f| {
-            f64::from(f.dense_similarity.unwrap_or(f.parts.relevance as f32))
-                >= f64::from(min_relevance)
-        })
-        .collect();
+    // A memory reached by an edge stays when the one it explains stays.
+    let mut kept: Vec<&Found> = Vec::with_capacity(found.len());
+    let mut kept_ids: HashSet<MemoryId> = HashSet::new();
+    for f in &found {
+        if f.memory.content.as_text().is_none() {
+            continue;
+        }
+        let relevant = match f.via {
+            Some(via) => kept_ids.contains(&via.of),
+            None => {
+                f64::from(f.dense_similarity.unwrap_or(f.parts.relevance as f32))
+                    >= f64::from(min_relevance)
+            }
+        };
+        if relevant {
+            kept_ids.insert(f.memory.id);
+            kept.push(f);
+        }
+    }
     let lines: Vec<BlockLine<'_>> = kept
         .iter()
         .filter_map(|f| {
@@ -368,12 +522,25 @@ pub async fn context(
             })
         })
         .collect();
-    let (block, included, tokens) = format_block(&lines, token_budget, Utc::now());
+    // The profile comes first and is paid for first; one that does not fit
+    // the budget is left out of the block (still returned as `profile`).
+    let profile_section = profile
+        .as_ref()
+        .map(|p| profile_section(&p.summary))
+        .filter(|section| estimate_tokens(section) <= token_budget);
+    let profile_tokens = profile_section.as_deref().map_or(0, estimate_tokens);
+    let (block, included, tokens) = format_block(&lines, token_budget - profile_tokens, Utc::now());
+    let (block, tokens) = match profile_section {
+        Some(section) if block.is_empty() => (section, profile_tokens),
+        Some(section) => (format!("{section}\n{block}"), profile_tokens + tokens),
+        None => (block, tokens),
+    };
     let memories: Vec<Value> = kept.iter().take(included).map(|f| f.to_json()).collect();
     Ok(HttpResponse::Ok().json(json!({
         "block": block,
         "tokens": tokens,
         "query_tokens": estimate_tokens(&query),
         "memories": memories,
+        "profile": profile.map(|p| p.to_json(&subject)),
     })))
 }

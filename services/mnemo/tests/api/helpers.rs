@@ -13,6 +13,8 @@ pub struct TestApp {
     pub dir: tempfile::TempDir,
     pub index: std::sync::Arc<dyn mnemo_vector_index::VectorIndex>,
     pub consolidator: std::sync::Arc<mnemo_consolidator::Consolidator>,
+    /// The server's sealed log: tests append what the consolidator would.
+    pub log: mnemo_event_store::sealed::SealedLog,
     secret: Vec<u8>,
     server: actix_web::dev::ServerHandle,
     running: tokio::task::JoinHandle<anyhow::Result<()>>,
@@ -74,6 +76,7 @@ pub async fn spawn_app_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> TestA
     let address = format!("http://127.0.0.1:{}", app.port());
     let index = app.vector_index();
     let consolidator = app.consolidator();
+    let log = app.log();
     let server = app.server_handle();
     let running = tokio::spawn(app.run());
     let (secret, _) = mnemo::secrets::load_or_create_dev_secret(&secret_file).unwrap();
@@ -86,6 +89,7 @@ pub async fn spawn_app_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> TestA
         dir,
         index,
         consolidator,
+        log,
         secret,
         server,
         running,
@@ -100,6 +104,7 @@ impl TestApp {
             dir,
             index,
             consolidator,
+            log,
             server,
             running,
             ..
@@ -108,6 +113,7 @@ impl TestApp {
         running.await.unwrap().unwrap();
         drop(index);
         drop(consolidator);
+        drop(log);
         dir
     }
 }

@@ -880,3 +880,98 @@ async fn the_cost_report_and_the_metrics_count_what_consolidation_spent() {
     assert!(metrics.contains("mnemo_consolidation_fallbacks_total{reason=\"llm_failed\"} 1"));
     assert!(metrics.contains("mnemo_consolidation_candidates_total{route=\"memory\"}"));
 }
+
+#[tokio::test]
+async fn a_held_candidate_is_approved_through_the_queue_and_a_why_search_follows_the_relations() {
+    let llm = spawn("", &[]).await;
+    // A candidate in the review band waits in the queue with its excerpt.
+    llm.script.push(
+        "extract",
+        extraction(&[
+            ("The user is allergic to dairy.", "fact", 0.95),
+            ("The user may be vegetarian.", "fact", 0.7),
+        ]),
+    );
+    llm.consolidate("ora", &["dairy makes me sick, and I rarely eat meat"])
+        .await;
+    let queue = llm.app.get_json("/v1/review?subject=ora", &llm.token).await;
+    let reviews = queue["reviews"].as_array().unwrap();
+    assert_eq!(reviews.len(), 1);
+    assert_eq!(reviews[0]["proposed"], "The user may be vegetarian.");
+    assert_eq!(
+        reviews[0]["excerpt"],
+        "dairy makes me sick, and I rarely eat meat"
+    );
+    let id = reviews[0]["id"].as_str().unwrap();
+    let resolved = llm
+        .app
+        .post_json(
+            &format!("/v1/review/{id}"),
+            &llm.token,
+            json!({"decision": "approve"}),
+        )
+        .await;
+    let approved = resolved["memory_id"].as_str().unwrap().to_owned();
+    let memory = llm.memory(&approved).await;
+    assert_eq!(memory["provenance"]["producer"]["strategy"], "llm");
+    assert_eq!(memory["provenance"]["producer"]["prompt_version"], "v1");
+    let allergy = llm.memories("ora", 2).await;
+    let allergy = allergy
+        .iter()
+        .find(|m| m["content"] == "The user is allergic to dairy.")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // A decision resting on the allergy: the model links them.
+    llm.script.push(
+        "extract",
+        extraction(&[("The user skipped the cheese lasagne.", "decision", 0.9)]),
+    );
+    llm.script.push(
+        "relations",
+        json!({"relations": [
+            {"from": "e2", "to": "n1", "relation": "premise", "confidence": 0.9},
+            {"from": "e3", "to": "n1", "relation": "unrelated", "confidence": 0.9}
+        ]})
+        .to_string(),
+    );
+    llm.consolidate("ora", &["so no lasagne for me tonight"])
+        .await;
+    let memories = llm.memories("ora", 3).await;
+    let decision = memories.iter().find(|m| m["kind"] == "decision").unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Which existing memory was labelled e2 depends on similarity: find it.
+    let relations = llm.events("ora", "RelationAdded").await;
+    assert_eq!(relations.len(), 2, "one edge, on both streams");
+    let premise = relations[0]["payload"]["from"].as_str().unwrap().to_owned();
+    assert_eq!(relations[0]["payload"]["to"], decision.as_str());
+    // The relation is visible on the memory once projected.
+    llm.app
+        .wait_for_list(&llm.token, "ora", |m| {
+            m.iter().any(|m| {
+                m["id"] == decision.as_str() && !m["relations"].as_array().unwrap().is_empty()
+            })
+        })
+        .await;
+    let found = llm
+        .app
+        .post_json(
+            "/v1/subjects/ora/search",
+            &llm.token,
+            json!({"query": "why did the user skip the cheese lasagne", "k": 1}),
+        )
+        .await;
+    let results = found["results"].as_array().unwrap();
+    assert_eq!(results[0]["memory"]["id"], decision.as_str());
+    let chain: Vec<&Value> = results.iter().filter(|r| !r["via"].is_null()).collect();
+    assert_eq!(chain.len(), 1, "{found}");
+    assert_eq!(chain[0]["memory"]["id"], premise.as_str());
+    assert_eq!(chain[0]["via"]["relation"], "premise");
+    assert_eq!(chain[0]["via"]["of"], decision.as_str());
+    // Not the allergy necessarily: whichever memory the model named.
+    assert!(premise == allergy || premise == approved);
+}

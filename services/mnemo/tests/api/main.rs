@@ -12,5 +12,6 @@ mod openapi;
 mod pipeline;
 mod postgres;
 mod reindex;
+mod review;
 mod roles;
 mod tenancy;

@@ -1,0 +1,448 @@
+//! The review queue and the subject profile, read from the log (seed 004,
+//! seeds 002/003).
+//!
+//! A review is pending while its stream `review-{id}` holds only its
+//! `ReviewRequested`; the queue is a log query on that event type plus one
+//! short stream read per review. The statistics are counts over the
+//! `BatchConsolidated` records, which hold no subject content and so
+//! survive erasures; they show what the tenant's thresholds do now and
+//! what other thresholds would have done.
+
+use std::collections::BTreeMap;
+
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Duration, Utc};
+use mnemo_auth::{Principal, Scope};
+use mnemo_domain::events::{streams, ProfileUpdated, Route};
+use mnemo_domain::{DomainEvent, EventId, MemoryId, Producer, RecordedEvent, SubjectId, TenantId};
+use mnemo_event_store::EventQuery;
+use mnemo_http::views::round4;
+use mnemo_http::{ApiError, Authenticated};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::RetrieverState;
+
+const DEFAULT_PAGE: u32 = 50;
+const MAX_PAGE: u32 = 200;
+/// Events read per log query while scanning.
+const SCAN_CHUNK: u32 = 500;
+
+/// The subject a query may see: the asked one (which a subject-bound token
+/// must match), or the token's own when it is bound and none is asked.
+fn visible_subject(
+    principal: &Principal,
+    asked: Option<&str>,
+) -> Result<Option<SubjectId>, ApiError> {
+    let subject = asked.map(SubjectId::parse).transpose()?;
+    match (&principal.subject, &subject) {
+        (Some(_), Some(asked)) => {
+            principal.require_subject(asked)?;
+            Ok(subject)
+        }
+        (Some(bound), None) => Ok(Some(bound.clone())),
+        (None, _) => Ok(subject),
+    }
+}
+
+/// Every event of the given type (and subject) at or after `from`, after
+/// the cursor, in log order, calling `visit` until it returns false.
+async fn scan(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    event_type: &str,
+    subject: Option<&SubjectId>,
+    from: Option<DateTime<Utc>>,
+    mut after: Option<i64>,
+    mut visit: impl FnMut(RecordedEvent) -> ScanStep,
+) -> Result<(), ApiError> {
+    loop {
+        let events = state
+            .log
+            .store()
+            .query(
+                tenant,
+                &EventQuery {
+                    subject: subject.cloned(),
+                    event_types: vec![event_type.to_owned()],
+                    from,
+                    after_position: after,
+                    limit: SCAN_CHUNK,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(ApiError::from)?;
+        let full = events.len() as u32 == SCAN_CHUNK;
+        for event in events {
+            after = Some(event.global_position);
+            if let ScanStep::Stop = visit(event) {
+                return Ok(());
+            }
+        }
+        if !full {
+            return Ok(());
+        }
+    }
+}
+
+enum ScanStep {
+    Continue,
+    Stop,
+}
+
+/// True while the review's stream holds no decision.
+async fn is_pending(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    review_id: &MemoryId,
+) -> Result<bool, ApiError> {
+    let events = state
+        .log
+        .store()
+        .read_stream(tenant, &streams::review(review_id))
+        .await
+        .map_err(ApiError::from)?;
+    Ok(!events.iter().any(|e| e.event_type == "ReviewResolved"))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewListQuery {
+    pub subject: Option<String>,
+    pub limit: Option<u32>,
+    /// Opaque: the `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+fn review_view(recorded: &RecordedEvent, request: &mnemo_domain::events::ReviewRequested) -> Value {
+    let text = |t: &Option<mnemo_domain::SubjectText>| {
+        t.as_ref().and_then(|t| t.as_text()).map(str::to_owned)
+    };
+    json!({
+        "id": request.review_id.to_string(),
+        "subject": recorded.subject.as_ref().map(SubjectId::as_str),
+        "proposed": request.proposed.as_text(),
+        "kind": request.kind.as_str(),
+        "tags": request.tags,
+        "confidence": round4(request.confidence),
+        "action": request.action.as_str(),
+        "target": request.target.map(|t| t.to_string()),
+        "reason": text(&request.reason),
+        "excerpt": text(&request.excerpt),
+        "source_event_ids": request.source_event_ids.iter().map(EventId::to_string).collect::<Vec<_>>(),
+        "producer": request.producer.as_ref().map(|p: &Producer| json!(p)),
+        "session": request.session.as_ref().map(|s| s.as_str()),
+        "requested_at": recorded.recorded_at,
+    })
+}
+
+pub async fn list_reviews(
+    Authenticated(principal): Authenticated,
+    query: web::Query<ReviewListQuery>,
+    state: web::Data<RetrieverState>,
+) -> Result<HttpResponse, ApiError> {
+    principal.require_scope(Scope::MemoriesReview)?;
+    let query = query.into_inner();
+    let subject = visible_subject(&principal, query.subject.as_deref())?;
+    let limit = match query.limit {
+        None => DEFAULT_PAGE,
+        Some(n) if (1..=MAX_PAGE).contains(&n) => n,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_limit",
+                format!("limit must be between 1 and {MAX_PAGE}"),
+            ))
+        }
+    };
+    let after = query
+        .cursor
+        .as_deref()
+        .map(|raw| {
+            raw.parse::<i64>()
+                .map_err(|_| ApiError::bad_request("invalid_cursor", "cursor is not one we gave"))
+        })
+        .transpose()?;
+    let tenant = &principal.tenant;
+
+    // Requests first (log order = oldest first), then one stream read each.
+    let mut requests = Vec::new();
+    let mut after_scan = after;
+    let mut exhausted = false;
+    let mut items = Vec::new();
+    let mut last_position = None;
+    while items.len() < limit as usize && !exhausted {
+        requests.clear();
+        scan(
+            state.get_ref(),
+            tenant,
+            "ReviewRequested",
+            subject.as_ref(),
+            None,
+            after_scan,
+            |event| {
+                requests.push(event);
+                if requests.len() as u32 >= SCAN_CHUNK {
+                    ScanStep::Stop
+                } else {
+                    ScanStep::Continue
+                }
+            },
+        )
+        .await?;
+        exhausted = (requests.len() as u32) < SCAN_CHUNK;
+        for recorded in requests.drain(..) {
+            after_scan = Some(recorded.global_position);
+            let decoded = state.log.decode(recorded).await.map_err(ApiError::from)?;
+            let DomainEvent::ReviewRequested(request) = &decoded.event else {
+                continue;
+            };
+            // An erased subject's review cannot be read, nor decided.
+            if request.proposed.is_erased()
+                || !is_pending(&state, tenant, &request.review_id).await?
+            {
+                continue;
+            }
+            items.push(review_view(&decoded.recorded, request));
+            last_position = Some(decoded.recorded.global_position);
+            if items.len() == limit as usize {
+                break;
+            }
+        }
+    }
+    let next_cursor = (items.len() == limit as usize)
+        .then(|| last_position.map(|p| p.to_string()))
+        .flatten();
+    Ok(HttpResponse::Ok().json(json!({"reviews": items, "next_cursor": next_cursor})))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatsQuery {
+    pub days: Option<u32>,
+    pub subject: Option<String>,
+}
+
+/// 0.05, 0.10, … 0.95, each the f32 nearest its decimal (as confidences
+/// written as decimals are).
+fn threshold_grid() -> impl Iterator<Item = f32> {
+    (1..=19).map(|step| (f64::from(step) / 20.0) as f32)
+}
+
+pub async fn review_stats(
+    Authenticated(principal): Authenticated,
+    query: web::Query<StatsQuery>,
+    state: web::Data<RetrieverState>,
+) -> Result<HttpResponse, ApiError> {
+    principal.require_scope(Scope::MemoriesReview)?;
+    let query = query.into_inner();
+    let days = query.days.unwrap_or(30);
+    if !(1..=365).contains(&days) {
+        return Err(ApiError::bad_request(
+            "invalid_days",
+            "days must be between 1 and 365",
+        ));
+    }
+    let subject = visible_subject(&principal, query.subject.as_deref())?;
+    let tenant = &principal.tenant;
+    let since = Utc::now() - Duration::days(i64::from(days));
+
+    let mut confidences: Vec<f32> = Vec::new();
+    let mut routed: BTreeMap<&'static str, u64> =
+        [("memory", 0), ("review", 0), ("discarded", 0)].into();
+    let mut batches = 0u64;
+    let mut undecodable = 0u64;
+    scan(
+        state.get_ref(),
+        tenant,
+        "BatchConsolidated",
+        subject.as_ref(),
+        Some(since),
+        None,
+        |event| {
+            // No subject content: the payload decodes without a key.
+            match DomainEvent::decode(&event.event_type, event.schema_version, event.payload) {
+                Ok(DomainEvent::BatchConsolidated(batch)) => {
+                    batches += 1;
+                    for candidate in batch.candidates {
+                        confidences.push(candidate.confidence);
+                        let route = match candidate.route {
+                            Route::Memory => "memory",
+                            Route::Review => "review",
+                            Route::Discarded => "discarded",
+                        };
+                        *routed.entry(route).or_default() += 1;
+                    }
+                }
+                _ => undecodable += 1,
+            }
+            ScanStep::Continue
+        },
+    )
+    .await?;
+    if undecodable > 0 {
+        tracing::warn!(tenant = %tenant, undecodable, "batch records skipped in review stats");
+    }
+
+    let policy = state.consolidation.for_tenant(tenant.as_str());
+    let auto_threshold = policy.auto_threshold_for("llm");
+    let review_threshold = policy.min_confidence;
+    let count = |keep: &dyn Fn(f32) -> bool| confidences.iter().filter(|c| keep(**c)).count();
+    let grid: Vec<Value> = threshold_grid()
+        .map(|t| {
+            json!({
+                "threshold": round4(t),
+                "auto_accepted": count(&|c| c >= t),
+                "discarded": count(&|c| c < t),
+            })
+        })
+        .collect();
+
+    let mut decided: BTreeMap<&'static str, u64> =
+        [("approve", 0), ("edit", 0), ("reject", 0)].into();
+    scan(
+        state.get_ref(),
+        tenant,
+        "ReviewResolved",
+        subject.as_ref(),
+        Some(since),
+        None,
+        |event| {
+            // The decision is plain; only the edit and the note are sealed.
+            match event.payload["decision"].as_str() {
+                Some("approve") => *decided.entry("approve").or_default() += 1,
+                Some("edit") => *decided.entry("edit").or_default() += 1,
+                Some("reject") => *decided.entry("reject").or_default() += 1,
+                _ => {}
+            }
+            ScanStep::Continue
+        },
+    )
+    .await?;
+    let total_decided: u64 = decided.values().sum();
+    let acceptance_rate = (total_decided > 0)
+        .then(|| (decided["approve"] + decided["edit"]) as f64 / total_decided as f64);
+
+    let mut pending = 0u64;
+    let mut reviews = Vec::new();
+    scan(
+        state.get_ref(),
+        tenant,
+        "ReviewRequested",
+        subject.as_ref(),
+        None,
+        None,
+        |event| {
+            reviews.push(event);
+            ScanStep::Continue
+        },
+    )
+    .await?;
+    for event in reviews {
+        let Some(review_id) = event.payload["review_id"]
+            .as_str()
+            .and_then(|raw| MemoryId::parse(raw).ok())
+        else {
+            continue;
+        };
+        if is_pending(&state, tenant, &review_id).await? {
+            pending += 1;
+        }
+    }
+
+    Ok(HttpResponse::Ok().json(json!({
+        "days": days,
+        "since": since,
+        "batches": batches,
+        "candidates": confidences.len(),
+        "routed": routed,
+        "thresholds": {
+            "auto": round4(auto_threshold),
+            "review": round4(review_threshold),
+        },
+        "current_split": {
+            "auto_accepted": count(&|c| c >= auto_threshold),
+            "review": count(&|c| c >= review_threshold && c < auto_threshold),
+            "discarded": count(&|c| c < review_threshold),
+        },
+        "grid": grid,
+        "reviews": {
+            "decided": decided,
+            "total_decided": total_decided,
+            "acceptance_rate": acceptance_rate,
+            "pending": pending,
+        },
+    })))
+}
+
+/// A subject's latest profile.
+pub struct Profile {
+    pub summary: String,
+    pub version: u64,
+    pub updated_at: DateTime<Utc>,
+    pub update: ProfileUpdated,
+}
+
+impl Profile {
+    pub fn to_json(&self, subject: &SubjectId) -> Value {
+        json!({
+            "subject": subject.as_str(),
+            "summary": self.summary,
+            "version": self.version,
+            "updated_at": self.updated_at,
+            "memory_ids": self.update.memory_ids.iter().map(MemoryId::to_string).collect::<Vec<_>>(),
+            "covers_position": self.update.covers_position,
+            "producer": self.update.producer,
+        })
+    }
+}
+
+/// The latest readable `ProfileUpdated` of the subject, if any. The event
+/// store reads a stream only whole, so this reads the profile stream and
+/// opens just its last update (one update per few memories keeps it short).
+pub async fn latest_profile(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    subject: &SubjectId,
+) -> Result<Option<Profile>, ApiError> {
+    let mut events = state
+        .log
+        .store()
+        .read_stream(tenant, &streams::profile(subject))
+        .await
+        .map_err(ApiError::from)?;
+    let Some(index) = events
+        .iter()
+        .rposition(|e| e.event_type == "ProfileUpdated")
+    else {
+        return Ok(None);
+    };
+    let last = events.swap_remove(index);
+    let decoded = state.log.decode(last).await.map_err(ApiError::from)?;
+    let DomainEvent::ProfileUpdated(update) = decoded.event else {
+        return Ok(None);
+    };
+    let Some(summary) = update.summary.as_text().map(str::to_owned) else {
+        return Ok(None);
+    };
+    Ok(Some(Profile {
+        summary,
+        version: decoded.recorded.stream_version,
+        updated_at: decoded.recorded.recorded_at,
+        update,
+    }))
+}
+
+pub async fn get_profile(
+    Authenticated(principal): Authenticated,
+    path: web::Path<String>,
+    state: web::Data<RetrieverState>,
+) -> Result<HttpResponse, ApiError> {
+    principal.require_scope(Scope::MemoriesRead)?;
+    let subject = SubjectId::parse(path.as_str())?;
+    principal.require_subject(&subject)?;
+    let profile = latest_profile(&state, &principal.tenant, &subject)
+        .await?
+        .ok_or_else(|| ApiError::not_found("profile_not_found", "the subject has no profile"))?;
+    Ok(HttpResponse::Ok().json(profile.to_json(&subject)))
+}
