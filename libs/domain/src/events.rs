@@ -242,6 +242,11 @@ pub struct ReviewResolved {
     pub decision: ReviewDecision,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited: Option<SubjectText>,
+    /// An edit's kind and tags, when the reviewer changed them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<MemoryKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
     /// The memory an approval or an edit created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_id: Option<MemoryId>,

@@ -185,6 +185,8 @@ pub async fn resolve_review(
             review_id,
             decision: input.decision,
             edited,
+            kind: input.kind,
+            tags: input.tags.clone(),
             memory_id,
             note,
             pii,
@@ -247,7 +249,6 @@ pub async fn resolve_review(
                 &principal,
                 &review,
                 &resolution,
-                &input,
                 content_pii,
                 &metadata,
             )
@@ -280,7 +281,6 @@ async fn complete_memory(
     principal: &Principal,
     review: &ReviewStream,
     resolution: &ReviewResolved,
-    input: &Checked,
     content_pii: Option<PiiCounts>,
     metadata: &EventMetadata,
 ) -> Result<Memory, ApiError> {
@@ -297,10 +297,15 @@ async fn complete_memory(
         ),
         _ => (request.proposed.clone(), request.pii.clone()),
     };
+    // From the recorded decision, not the request: a retried POST after a
+    // crash completes the memory the first one decided.
     let (kind, tags) = match resolution.decision {
         ReviewDecision::Edit => (
-            input.kind.unwrap_or(request.kind),
-            input.tags.clone().unwrap_or_else(|| request.tags.clone()),
+            resolution.kind.unwrap_or(request.kind),
+            resolution
+                .tags
+                .clone()
+                .unwrap_or_else(|| request.tags.clone()),
         ),
         _ => (request.kind, request.tags.clone()),
     };

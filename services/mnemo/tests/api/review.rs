@@ -451,6 +451,8 @@ async fn a_retried_approval_completes_the_memory_a_crash_left_out() {
                     review_id,
                     decision: mnemo_domain::events::ReviewDecision::Approve,
                     edited: None,
+                    kind: None,
+                    tags: None,
                     memory_id: Some(mnemo_ingest::review::memory_id_for(&review_id)),
                     note: None,
                     pii: Default::default(),
