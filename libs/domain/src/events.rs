@@ -284,6 +284,18 @@ pub enum Route {
     Discarded,
 }
 
+impl Route {
+    pub const ALL: [Route; 3] = [Route::Memory, Route::Review, Route::Discarded];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Route::Memory => "memory",
+            Route::Review => "review",
+            Route::Discarded => "discarded",
+        }
+    }
+}
+
 /// One candidate's confidence and route; no content.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

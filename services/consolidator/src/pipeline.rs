@@ -819,14 +819,9 @@ impl Pipeline {
             return;
         };
         for candidate in &record.candidates {
-            let route = match candidate.route {
-                Route::Memory => "memory",
-                Route::Review => "review",
-                Route::Discarded => "discarded",
-            };
             metrics
                 .consolidation_candidates_total
-                .with_label_values(&[route])
+                .with_label_values(&[candidate.route.as_str()])
                 .inc();
         }
         if let Some(reason) = &record.fallback {

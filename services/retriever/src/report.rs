@@ -12,13 +12,12 @@ use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use mnemo_auth::Scope;
 use mnemo_domain::events::{BatchConsolidated, Route};
-use mnemo_event_store::EventQuery;
 use mnemo_http::{ApiError, Authenticated};
 use serde::{Deserialize, Serialize};
 
+use crate::review::{scan, ScanStep};
 use crate::RetrieverState;
 
-const PAGE: u32 = 1_000;
 const MAX_DAYS: u32 = 366;
 
 /// Price per million tokens, for estimates (0 when the operator set none).
@@ -83,8 +82,8 @@ pub struct Report {
 /// Sums the records (in any order) into a report.
 pub fn summarise(records: &[(DateTime<Utc>, BatchConsolidated)], pricing: &LlmPricing) -> Report {
     let mut report = Report::default();
-    for route in ["memory", "review", "discarded"] {
-        report.candidates.insert(route, 0);
+    for route in Route::ALL {
+        report.candidates.insert(route.as_str(), 0);
     }
     for (at, record) in records {
         report.from = Some(report.from.map_or(*at, |from| from.min(*at)));
@@ -104,12 +103,10 @@ pub fn summarise(records: &[(DateTime<Utc>, BatchConsolidated)], pricing: &LlmPr
             *report.models.entry(model.clone()).or_default() += 1;
         }
         for candidate in &record.candidates {
-            let route = match candidate.route {
-                Route::Memory => "memory",
-                Route::Review => "review",
-                Route::Discarded => "discarded",
-            };
-            *report.candidates.entry(route).or_default() += 1;
+            *report
+                .candidates
+                .entry(candidate.route.as_str())
+                .or_default() += 1;
         }
     }
     let totals = &report.totals;
@@ -146,34 +143,22 @@ pub async fn consolidation_report(
     }
     let since = Utc::now() - Duration::days(i64::from(days));
     let mut records = Vec::new();
-    let mut after = None;
-    loop {
-        let page = state
-            .log
-            .store()
-            .query(
-                &principal.tenant,
-                &EventQuery {
-                    event_types: vec!["BatchConsolidated".to_owned()],
-                    from: Some(since),
-                    after_position: after,
-                    limit: PAGE,
-                    ..Default::default()
-                },
-            )
-            .await
-            .map_err(ApiError::from)?;
-        for event in &page {
-            after = Some(event.global_position);
+    scan(
+        state.get_ref(),
+        &principal.tenant,
+        "BatchConsolidated",
+        None,
+        Some(since),
+        None,
+        |event| {
             // No subject content in the record: nothing to open.
-            if let Ok(record) = serde_json::from_value::<BatchConsolidated>(event.payload.clone()) {
+            if let Ok(record) = serde_json::from_value::<BatchConsolidated>(event.payload) {
                 records.push((event.recorded_at, record));
             }
-        }
-        if page.len() < PAGE as usize {
-            break;
-        }
-    }
+            ScanStep::Continue
+        },
+    )
+    .await?;
     let mut report = summarise(&records, &state.llm_pricing);
     report.from = Some(since);
     report.to = Some(Utc::now());

@@ -47,7 +47,7 @@ fn visible_subject(
 
 /// Every event of the given type (and subject) at or after `from`, after
 /// the cursor, in log order, calling `visit` until it returns false.
-async fn scan(
+pub(crate) async fn scan(
     state: &RetrieverState,
     tenant: &TenantId,
     event_type: &str,
@@ -86,7 +86,7 @@ async fn scan(
     }
 }
 
-enum ScanStep {
+pub(crate) enum ScanStep {
     Continue,
     Stop,
 }
@@ -249,7 +249,7 @@ pub async fn review_stats(
 
     let mut confidences: Vec<f32> = Vec::new();
     let mut routed: BTreeMap<&'static str, u64> =
-        [("memory", 0), ("review", 0), ("discarded", 0)].into();
+        Route::ALL.into_iter().map(|r| (r.as_str(), 0)).collect();
     let mut batches = 0u64;
     let mut undecodable = 0u64;
     scan(
@@ -266,12 +266,7 @@ pub async fn review_stats(
                     batches += 1;
                     for candidate in batch.candidates {
                         confidences.push(candidate.confidence);
-                        let route = match candidate.route {
-                            Route::Memory => "memory",
-                            Route::Review => "review",
-                            Route::Discarded => "discarded",
-                        };
-                        *routed.entry(route).or_default() += 1;
+                        *routed.entry(candidate.route.as_str()).or_default() += 1;
                     }
                 }
                 _ => undecodable += 1,
