@@ -208,7 +208,9 @@ impl Report {
             self.cost(),
             self.per_100_messages(self.cost())
         ));
-        if self.fallbacks.is_empty() {
+        if !self.configured.starts_with("llm") {
+            out.push_str("\nNo LLM configured: the rules consolidated every batch.\n");
+        } else if self.fallbacks.is_empty() {
             out.push_str("\nNo batch fell back to the rules.\n");
         } else {
             out.push_str(
