@@ -90,8 +90,8 @@ pub struct LocomoArgs {
 /// The tag every turn memory carries; searches are restricted to it.
 const TURN_TAG: &str = "locomo-turn";
 /// Results asked for per search; recall is reported at each of `CUTOFFS`.
-const SEARCH_K: usize = 25;
-const CUTOFFS: [usize; 4] = [1, 5, 10, 25];
+pub(crate) const SEARCH_K: usize = 25;
+pub(crate) const CUTOFFS: [usize; 4] = [1, 5, 10, 25];
 /// Results asked for per leg in the diagnostics (the API's maximum).
 const LEG_K: usize = 100;
 /// RRF constants the diagnostics fuse the legs with.
@@ -106,25 +106,25 @@ const PROJECTION_STALL: Duration = Duration::from_secs(180);
 // ------------------------------------------------------------------ data
 
 #[derive(Debug, Clone)]
-struct Turn {
-    dia_id: String,
-    content: String,
-    timestamp: Option<DateTime<Utc>>,
-    session: u32,
+pub(crate) struct Turn {
+    pub(crate) dia_id: String,
+    pub(crate) content: String,
+    pub(crate) timestamp: Option<DateTime<Utc>>,
+    pub(crate) session: u32,
 }
 
 #[derive(Debug, Clone)]
-struct Question {
-    text: String,
-    category: u8,
-    evidence: Vec<String>,
+pub(crate) struct Question {
+    pub(crate) text: String,
+    pub(crate) category: u8,
+    pub(crate) evidence: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
-struct Conversation {
-    sample_id: String,
-    turns: Vec<Turn>,
-    questions: Vec<Question>,
+pub(crate) struct Conversation {
+    pub(crate) sample_id: String,
+    pub(crate) turns: Vec<Turn>,
+    pub(crate) questions: Vec<Question>,
 }
 
 /// `"1:56 pm on 8 May, 2023"` as UTC.
@@ -183,7 +183,7 @@ fn turn_content(turn: &Value) -> Option<String> {
     Some(content)
 }
 
-fn parse_conversations(raw: &Value) -> anyhow::Result<Vec<Conversation>> {
+pub(crate) fn parse_conversations(raw: &Value) -> anyhow::Result<Vec<Conversation>> {
     let list = raw
         .as_array()
         .context("expected a JSON list of conversations")?;
@@ -284,13 +284,28 @@ fn parse_conversations(raw: &Value) -> anyhow::Result<Vec<Conversation>> {
 // ------------------------------------------------------------------- api
 
 #[derive(Clone)]
-struct Api {
+pub(crate) struct Api {
     client: reqwest::Client,
     url: String,
     token: String,
 }
 
 impl Api {
+    /// A client of the server at `url` (no trailing slash needed).
+    pub(crate) fn new(url: &str, token: String) -> anyhow::Result<Self> {
+        Ok(Api {
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(120))
+                .pool_max_idle_per_host(MEMORY_CONCURRENCY)
+                // Below the server's keep-alive (actix: 5 s), so an idle
+                // connection is dropped here before the server closes it.
+                .pool_idle_timeout(Duration::from_secs(2))
+                .build()?,
+            url: url.trim_end_matches('/').to_owned(),
+            token,
+        })
+    }
+
     /// Sends a request; an idempotent one is sent again (up to 3 times in
     /// all) when the connection fails, e.g. when the server closed an idle
     /// keep-alive connection just as it was reused.
@@ -329,7 +344,12 @@ impl Api {
     }
 
     /// POST; `idempotent` when repeating it cannot do anything twice.
-    async fn post(&self, path: &str, body: &Value, idempotent: bool) -> anyhow::Result<Value> {
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        body: &Value,
+        idempotent: bool,
+    ) -> anyhow::Result<Value> {
         let request = self.client.post(format!("{}{path}", self.url)).json(body);
         self.send(request, &format!("POST {path}"), idempotent)
             .await
@@ -342,7 +362,7 @@ impl Api {
 
     /// Posts the conversation's turns as messages; returns dia_id → event id
     /// (new or, on a repeat, the original's).
-    async fn post_messages(
+    pub(crate) async fn post_messages(
         &self,
         subject: &str,
         turns: &[Turn],
@@ -402,7 +422,11 @@ impl Api {
     }
 
     /// Every listed memory of the subject (optionally only the turn memories).
-    async fn list_memories(&self, subject: &str, turns_only: bool) -> anyhow::Result<Vec<Value>> {
+    pub(crate) async fn list_memories(
+        &self,
+        subject: &str,
+        turns_only: bool,
+    ) -> anyhow::Result<Vec<Value>> {
         let mut memories = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
@@ -561,7 +585,7 @@ async fn prepare_subject(
 /// One retrieved memory: its key (memory id), its provenance as dia_ids and
 /// the index's own score (`components.fused`).
 #[derive(Debug, Clone)]
-struct Retrieved {
+pub(crate) struct Retrieved {
     key: String,
     turns: Vec<String>,
     fused: f64,
@@ -644,13 +668,13 @@ fn recall(evidence: &[String], ranked: &[Retrieved], k: usize) -> f64 {
 
 /// Sums of recall per category (index 0..4 = categories 1–4).
 #[derive(Debug, Clone, Default)]
-struct Tally {
+pub(crate) struct Tally {
     n: [usize; 4],
     sums: [[f64; CUTOFFS.len()]; 4],
 }
 
 impl Tally {
-    fn add(&mut self, category: u8, evidence: &[String], ranked: &[Retrieved]) {
+    pub(crate) fn add(&mut self, category: u8, evidence: &[String], ranked: &[Retrieved]) {
         let c = usize::from(category - 1);
         self.n[c] += 1;
         for (i, k) in CUTOFFS.iter().enumerate() {
@@ -658,7 +682,7 @@ impl Tally {
         }
     }
 
-    fn total(&self) -> (usize, [f64; CUTOFFS.len()]) {
+    pub(crate) fn total(&self) -> (usize, [f64; CUTOFFS.len()]) {
         let mut sums = [0.0; CUTOFFS.len()];
         for category in &self.sums {
             for (sum, value) in sums.iter_mut().zip(category) {
@@ -682,20 +706,26 @@ impl Tally {
         format!("{n} | {}", cells.join(" | "))
     }
 
-    fn print(&self, title: &str) {
+    pub(crate) fn print(&self, title: &str) {
         println!("\n### {title}\n");
+        print!("{}", self.table());
+    }
+
+    /// The markdown table: one row per category and the 1–4 total.
+    pub(crate) fn table(&self) -> String {
         let header: Vec<String> = CUTOFFS.iter().map(|k| format!("R@{k}")).collect();
-        println!("| category | n | {} |", header.join(" | "));
-        println!("|---|---:|{}", "---:|".repeat(CUTOFFS.len()));
+        let mut out = format!("| category | n | {} |\n", header.join(" | "));
+        out.push_str(&format!("|---|---:|{}\n", "---:|".repeat(CUTOFFS.len())));
         for (c, name) in CATEGORY_NAMES.iter().enumerate() {
-            println!(
-                "| {} {name} | {} |",
+            out.push_str(&format!(
+                "| {} {name} | {} |\n",
                 c + 1,
                 Tally::row(self.n[c], &self.sums[c])
-            );
+            ));
         }
         let (n, sums) = self.total();
-        println!("| **1–4** | {} |", Tally::row(n, &sums));
+        out.push_str(&format!("| **1–4** | {} |\n", Tally::row(n, &sums)));
+        out
     }
 
     fn summary_row(&self, label: &str) -> String {
@@ -705,32 +735,35 @@ impl Tally {
 }
 
 /// What one question retrieved: per mode, and the raw legs.
-struct Outcome {
-    conversation: usize,
-    question: usize,
-    by_mode: Vec<Vec<Retrieved>>,
+pub(crate) struct Outcome {
+    pub(crate) conversation: usize,
+    pub(crate) question: usize,
+    pub(crate) by_mode: Vec<Vec<Retrieved>>,
     keyword_leg: Vec<Retrieved>,
     semantic_leg: Vec<Retrieved>,
 }
 
 /// The in-process experiment: the server's own search (`find`) beside an
 /// embedded server on a stopped server's data dir, with another RRF k.
-struct InProcess {
+pub(crate) struct InProcess {
     state: mnemo_retriever::RetrieverState,
     principal: Principal,
     rrf_k: u32,
 }
 
-struct Shared {
-    api: Api,
-    in_process: Option<InProcess>,
-    conversations: Vec<Conversation>,
-    subjects: Vec<String>,
-    dense_subjects: Vec<String>,
-    dia_of: HashMap<String, String>,
-    modes: Vec<String>,
-    diagnostics: bool,
-    turns_only: bool,
+pub(crate) struct Shared {
+    pub(crate) api: Api,
+    pub(crate) in_process: Option<InProcess>,
+    pub(crate) conversations: Vec<Conversation>,
+    pub(crate) subjects: Vec<String>,
+    /// Where the semantic leg of the diagnostics searches.
+    pub(crate) dense_subjects: Vec<String>,
+    /// Message event id → dia_id.
+    pub(crate) dia_of: HashMap<String, String>,
+    pub(crate) modes: Vec<String>,
+    pub(crate) diagnostics: bool,
+    /// Search the turn memories only (`locomo-turn`), not every memory.
+    pub(crate) turns_only: bool,
 }
 
 impl Shared {
@@ -873,6 +906,74 @@ fn parse_modes(raw: &[String]) -> anyhow::Result<Vec<String>> {
     Ok(modes)
 }
 
+/// The questions to search: every one of categories 1–4 with evidence, as
+/// (conversation, question) indexes, and how many were left out.
+pub(crate) struct QuestionJobs {
+    pub(crate) jobs: Vec<(usize, usize)>,
+    pub(crate) skipped_no_evidence: usize,
+    pub(crate) adversarial: usize,
+}
+
+impl QuestionJobs {
+    pub(crate) fn of(conversations: &[Conversation]) -> Self {
+        let jobs = conversations
+            .iter()
+            .enumerate()
+            .flat_map(|(c, conversation)| {
+                conversation
+                    .questions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, q)| (1..=4).contains(&q.category) && !q.evidence.is_empty())
+                    .map(move |(q, _)| (c, q))
+            })
+            .collect();
+        let questions = || conversations.iter().flat_map(|c| &c.questions);
+        QuestionJobs {
+            jobs,
+            skipped_no_evidence: questions()
+                .filter(|q| (1..=4).contains(&q.category) && q.evidence.is_empty())
+                .count(),
+            adversarial: questions().filter(|q| q.category == 5).count(),
+        }
+    }
+}
+
+/// Runs every job's searches, `SEARCH_CONCURRENCY` at a time, with
+/// progress on stderr; returns the outcomes in job order.
+pub(crate) async fn search_questions(
+    shared: &Arc<Shared>,
+    jobs: Vec<(usize, usize)>,
+) -> anyhow::Result<Vec<Outcome>> {
+    let jobs = Arc::new(jobs);
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..SEARCH_CONCURRENCY {
+        let (shared, jobs, next, done) = (shared.clone(), jobs.clone(), next.clone(), done.clone());
+        workers.spawn(async move {
+            let mut outcomes = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(c, q)) = jobs.get(i) else {
+                    return anyhow::Ok(outcomes);
+                };
+                outcomes.push(shared.run(c, q).await?);
+                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if finished % 100 == 0 {
+                    eprintln!("  {finished}/{} questions", jobs.len());
+                }
+            }
+        });
+    }
+    let mut outcomes = Vec::with_capacity(jobs.len());
+    while let Some(result) = workers.join_next().await {
+        outcomes.extend(result??);
+    }
+    outcomes.sort_by_key(|o| (o.conversation, o.question));
+    Ok(outcomes)
+}
+
 pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let modes = parse_modes(&args.modes)?;
@@ -919,7 +1020,7 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
             .context("MNEMO_EVAL_RRF_K must be a positive integer")?,
         None => DEFAULT_RRF_K,
     };
-    let mut url = args.url.trim_end_matches('/').to_owned();
+    let mut url = args.url.clone();
     let mut token = args.token.clone();
     let in_process = match env_string("MNEMO_EVAL_DATA_DIR") {
         Some(dir) => {
@@ -941,17 +1042,7 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
             None
         }
     };
-    let api = Api {
-        client: reqwest::Client::builder()
-            .timeout(Duration::from_secs(120))
-            .pool_max_idle_per_host(MEMORY_CONCURRENCY)
-            // Below the server's keep-alive (actix: 5 s), so an idle
-            // connection is dropped here before the server closes it.
-            .pool_idle_timeout(Duration::from_secs(2))
-            .build()?,
-        url,
-        token,
-    };
+    let api = Api::new(&url, token)?;
     let turns: usize = conversations.iter().map(|c| c.turns.len()).sum();
     eprintln!(
         "locomo: {} conversations, {turns} turns, subjects {prefix}-<sample_id>{}{}",
@@ -1022,32 +1113,13 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
     );
 
     // Search every question of categories 1–4 that has evidence.
-    let jobs: Vec<(usize, usize)> = conversations
-        .iter()
-        .enumerate()
-        .flat_map(|(c, conversation)| {
-            conversation
-                .questions
-                .iter()
-                .enumerate()
-                .filter(|(_, q)| (1..=4).contains(&q.category) && !q.evidence.is_empty())
-                .map(move |(q, _)| (c, q))
-        })
-        .collect();
-    let skipped_no_evidence = conversations
-        .iter()
-        .flat_map(|c| &c.questions)
-        .filter(|q| (1..=4).contains(&q.category) && q.evidence.is_empty())
-        .count();
-    let adversarial = conversations
-        .iter()
-        .flat_map(|c| &c.questions)
-        .filter(|q| q.category == 5)
-        .count();
+    let jobs = QuestionJobs::of(&conversations);
     eprintln!(
-        "  searching {} questions (categories 1–4; {skipped_no_evidence} without valid evidence \
-         and {adversarial} adversarial skipped) in {} mode(s){}",
-        jobs.len(),
+        "  searching {} questions (categories 1–4; {} without valid evidence \
+         and {} adversarial skipped) in {} mode(s){}",
+        jobs.jobs.len(),
+        jobs.skipped_no_evidence,
+        jobs.adversarial,
         modes.len(),
         if diagnostics {
             " plus the keyword and semantic legs"
@@ -1067,32 +1139,7 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
         diagnostics,
         turns_only,
     });
-    let jobs = Arc::new(jobs);
-    let next = Arc::new(AtomicUsize::new(0));
-    let done = Arc::new(AtomicUsize::new(0));
-    let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..SEARCH_CONCURRENCY {
-        let (shared, jobs, next, done) = (shared.clone(), jobs.clone(), next.clone(), done.clone());
-        workers.spawn(async move {
-            let mut outcomes = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(c, q)) = jobs.get(i) else {
-                    return anyhow::Ok(outcomes);
-                };
-                outcomes.push(shared.run(c, q).await?);
-                let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
-                if finished % 100 == 0 {
-                    eprintln!("  {finished}/{} questions", jobs.len());
-                }
-            }
-        });
-    }
-    let mut outcomes = Vec::with_capacity(jobs.len());
-    while let Some(result) = workers.join_next().await {
-        outcomes.extend(result??);
-    }
-    outcomes.sort_by_key(|o| (o.conversation, o.question));
+    let outcomes = search_questions(&shared, jobs.jobs).await?;
     let search_elapsed = search_started.elapsed();
 
     // Score.
@@ -1212,19 +1259,7 @@ async fn start_in_process(dir: &str, rrf_k: u32) -> anyhow::Result<(InProcess, S
     tokio::spawn(app.run());
     let tenant = TenantId::parse(env_string("MNEMO_EVAL_TENANT").unwrap_or_else(|| "eval".into()))
         .context("invalid MNEMO_EVAL_TENANT")?;
-    let secret = match &settings.auth.hs256_secret {
-        Some(secret) => secret.expose_secret().as_bytes().to_vec(),
-        None => crate::secrets::load_or_create_dev_secret(&secret_file)?.0,
-    };
-    let token = Minter::hs256(&secret, &settings.auth.issuer, &settings.auth.audience).mint(
-        &MintRequest {
-            tenant: tenant.clone(),
-            actor: "eval".into(),
-            scopes: Scope::ALL.to_vec(),
-            subject: None,
-            ttl: Duration::from_secs(86_400),
-        },
-    )?;
+    let token = mint_eval_token(&settings, &secret_file, &tenant)?;
     let embedder = crate::startup::build_embedder(&settings).await?;
     let (mut state, _pool) =
         crate::bench_search::retriever_beside(&settings, index, embedder, rrf_k).await?;
@@ -1257,6 +1292,31 @@ async fn start_in_process(dir: &str, rrf_k: u32) -> anyhow::Result<(InProcess, S
         url,
         token,
     ))
+}
+
+/// A day's token with every scope for `tenant`, signed as the server on
+/// `settings` verifies it (its HS256 secret, or the data dir's dev secret
+/// in `secret_file`).
+pub(crate) fn mint_eval_token(
+    settings: &mnemo_config::Settings,
+    secret_file: &std::path::Path,
+    tenant: &TenantId,
+) -> anyhow::Result<String> {
+    let secret = match &settings.auth.hs256_secret {
+        Some(secret) => secret.expose_secret().as_bytes().to_vec(),
+        None => crate::secrets::load_or_create_dev_secret(secret_file)?.0,
+    };
+    Ok(
+        Minter::hs256(&secret, &settings.auth.issuer, &settings.auth.audience).mint(
+            &MintRequest {
+                tenant: tenant.clone(),
+                actor: "eval".into(),
+                scopes: Scope::ALL.to_vec(),
+                subject: None,
+                ttl: Duration::from_secs(86_400),
+            },
+        )?,
+    )
 }
 
 fn write_dump(path: &str, shared: &Shared, outcomes: &[Outcome]) -> anyhow::Result<()> {

@@ -57,7 +57,7 @@ enum Command {
         #[command(subcommand)]
         what: BenchCommand,
     },
-    /// Evaluate retrieval quality through the HTTP API of a running server.
+    /// Evaluate retrieval (against a running server) or consolidation (in process).
     Eval {
         #[command(subcommand)]
         what: EvalCommand,
@@ -111,6 +111,21 @@ enum EvalCommand {
         #[arg(long)]
         skip_ingest: bool,
     },
+    /// Replay conversations through consolidation in process (the LLM of
+    /// MNEMO_LLM_*, or the rules): memories, cost, routing, duplicates and
+    /// recall@k over the consolidated memories.
+    Consolidation {
+        /// locomo JSON (e.g. ../shared/data/locomo-dev/locomo-dev.json).
+        file: PathBuf,
+        /// Where to keep the run's data [default: a temporary dir, removed after].
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Only the first N conversations.
+        #[arg(long)]
+        limit: Option<usize>,
+        #[arg(long, default_value = "locomo")]
+        subject_prefix: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -122,6 +137,12 @@ enum DevCommand {
         port: u16,
         #[arg(long, default_value_t = 6)]
         partitions: i32,
+    },
+    /// Serve a deterministic OpenAI-compatible chat-completions mock on a
+    /// local port, answering the consolidator's prompts (no model needed).
+    Llm {
+        #[arg(long, default_value_t = 18099)]
+        port: u16,
     },
 }
 
@@ -290,6 +311,25 @@ fn main() -> anyhow::Result<()> {
                 skip_ingest,
             }))?;
         }
+        Command::Eval {
+            what:
+                EvalCommand::Consolidation {
+                    file,
+                    data_dir,
+                    limit,
+                    subject_prefix,
+                },
+        } => {
+            runtime.block_on(mnemo::eval_consolidation::consolidation(
+                cli.config.clone(),
+                mnemo::eval_consolidation::ConsolidationArgs {
+                    file,
+                    data_dir,
+                    limit,
+                    subject_prefix,
+                },
+            ))?;
+        }
         Command::Forget { data_dir, dry_run } => {
             let settings = settings(&cli.config, data_dir, None)?;
             let _telemetry = init_telemetry(&settings)?;
@@ -304,6 +344,11 @@ fn main() -> anyhow::Result<()> {
             what: DevCommand::Kafka { port, partitions },
         } => {
             runtime.block_on(mnemo::dev_kafka::run(port, partitions))?;
+        }
+        Command::Dev {
+            what: DevCommand::Llm { port },
+        } => {
+            runtime.block_on(mnemo::dev_llm::run(port))?;
         }
         Command::Migrate { data_dir } => {
             let settings = settings(&cli.config, data_dir, None)?;
