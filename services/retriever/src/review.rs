@@ -334,13 +334,12 @@ pub async fn review_stats(
     )
     .await?;
     for event in reviews {
-        let Some(review_id) = event.payload["review_id"]
-            .as_str()
-            .and_then(|raw| MemoryId::parse(raw).ok())
-        else {
+        let decoded = state.log.decode(event).await.map_err(ApiError::from)?;
+        let DomainEvent::ReviewRequested(request) = &decoded.event else {
             continue;
         };
-        if is_pending(&state, tenant, &review_id).await? {
+        // As in the list: an erased subject's review can no longer be decided.
+        if !request.proposed.is_erased() && is_pending(&state, tenant, &request.review_id).await? {
             pending += 1;
         }
     }

@@ -888,3 +888,27 @@ async fn a_why_search_returns_the_premise_chain_marked_with_via() {
     assert!(block.contains("Avoids cheese"), "{block}");
     assert!(block.contains("Allergic to dairy"), "{block}");
 }
+
+#[tokio::test]
+async fn an_erased_subjects_reviews_leave_the_queue_and_the_pending_count() {
+    let app = spawn_app().await;
+    let token = app.reviewer("acme");
+    app.request_review("acme", "kept", Proposal::new("likes oolong"))
+        .await;
+    app.request_review("acme", "gone", Proposal::new("likes matcha"))
+        .await;
+    let stats = app.get_json("/v1/review/stats", &token).await;
+    assert_eq!(stats["reviews"]["pending"], 2);
+
+    app.erase(&app.admin("acme"), "gone").await;
+    let queue = app.get_json("/v1/review", &token).await;
+    let subjects: Vec<&str> = queue["reviews"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(subjects, ["kept"]);
+    let stats = app.get_json("/v1/review/stats", &token).await;
+    assert_eq!(stats["reviews"]["pending"], 1);
+}
