@@ -260,6 +260,37 @@ pub fn estimate_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
 }
 
+/// A chat-completion body answering `request` with `text`, with a usage
+/// block estimated at four characters a token over every message of the
+/// request: what the stand-ins for a model (the tests' mock server,
+/// `mnemo dev llm`) answer.
+pub fn completion_body(request: &serde_json::Value, text: &str) -> serde_json::Value {
+    let prompt_tokens: u64 = request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_str())
+        .map(estimate_tokens)
+        .sum();
+    let completion_tokens = estimate_tokens(text);
+    serde_json::json!({
+        "id": "chatcmpl-mock",
+        "object": "chat.completion",
+        "created": 0,
+        "model": request.get("model").cloned().unwrap_or(serde_json::Value::from("mock-model")),
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop",
+        }],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    })
+}
+
 /// A model's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completion {

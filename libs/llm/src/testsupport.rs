@@ -12,11 +12,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
-
-use crate::estimate_tokens;
 
 /// The fallback answer when nothing is queued and no responder is set.
 pub const DEFAULT_FALLBACK: &str = r#"{"memories": []}"#;
@@ -179,38 +177,8 @@ pub fn user_prompt(body: &Value) -> Option<&str> {
         .as_str()
 }
 
-/// A chat-completion body answering `request` with `text`, with a usage
-/// block estimated at four characters a token.
-pub fn completion_body(request: &Value, text: &str) -> Value {
-    let prompt_tokens: u64 = request
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(|messages| {
-            messages
-                .iter()
-                .filter_map(|m| m.get("content").and_then(Value::as_str))
-                .map(estimate_tokens)
-                .sum()
-        })
-        .unwrap_or(0);
-    let completion_tokens = estimate_tokens(text);
-    json!({
-        "id": "chatcmpl-mock",
-        "object": "chat.completion",
-        "created": 0,
-        "model": request.get("model").cloned().unwrap_or(Value::from("mock-model")),
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": text},
-            "finish_reason": "stop",
-        }],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    })
-}
+/// Moved to the crate root: `mnemo dev llm` answers with it too.
+pub use crate::completion_body;
 
 struct Replier {
     state: Arc<State>,

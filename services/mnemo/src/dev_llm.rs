@@ -25,7 +25,6 @@
 use std::net::TcpListener;
 
 use actix_web::{web, App, HttpResponse, HttpServer};
-use mnemo_llm::estimate_tokens;
 use serde_json::{json, Value};
 
 /// What a request asks for, by its system message.
@@ -214,36 +213,7 @@ pub fn answer(request: &Value) -> Result<Value, String> {
         };
         answer.to_string()
     };
-    Ok(completion(request, &text))
-}
-
-/// A chat completion of `text`, with usage estimated at four characters a
-/// token over every message of the request.
-fn completion(request: &Value, text: &str) -> Value {
-    let prompt_tokens: u64 = request["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|m| m["content"].as_str())
-        .map(estimate_tokens)
-        .sum();
-    let completion_tokens = estimate_tokens(text);
-    json!({
-        "id": "chatcmpl-mnemo-dev",
-        "object": "chat.completion",
-        "created": 0,
-        "model": request.get("model").cloned().unwrap_or(Value::from("mnemo-dev-llm")),
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": text},
-            "finish_reason": "stop",
-        }],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    })
+    Ok(mnemo_llm::completion_body(request, &text))
 }
 
 async fn chat_completions(body: web::Bytes) -> HttpResponse {
@@ -285,6 +255,7 @@ pub async fn run(port: u16) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mnemo_llm::estimate_tokens;
 
     #[test]
     fn purposes_are_read_from_the_system_message() {
