@@ -199,6 +199,20 @@ impl Pipeline {
         }
     }
 
+    /// The event with this id, when it is in the log (what makes replays idempotent).
+    async fn recorded(
+        &self,
+        tenant: &TenantId,
+        id: &EventId,
+    ) -> Result<Option<mnemo_domain::RecordedEvent>, PipelineError> {
+        Ok(self
+            .log
+            .store()
+            .get_event(tenant, id)
+            .await
+            .map_err(mnemo_event_store::sealed::LogError::from)?)
+    }
+
     async fn messages(
         &self,
         tenant: &TenantId,
@@ -206,13 +220,7 @@ impl Pipeline {
     ) -> Result<Vec<ConversationMessage>, PipelineError> {
         let mut messages = Vec::with_capacity(ids.len());
         for id in ids {
-            let Some(recorded) = self
-                .log
-                .store()
-                .get_event(tenant, id)
-                .await
-                .map_err(mnemo_event_store::sealed::LogError::from)?
-            else {
+            let Some(recorded) = self.recorded(tenant, id).await? else {
                 continue;
             };
             let decoded = self.log.decode(recorded).await?;
@@ -346,13 +354,7 @@ impl Pipeline {
         // The batch's record is its last event: when it is in the log, the
         // batch is complete and a redelivery costs no LLM call.
         let record_id = EventId::derived(&["batch", tenant.as_str(), subject.as_str(), &key]);
-        let finished = self
-            .log
-            .store()
-            .get_event(tenant, &record_id)
-            .await
-            .map_err(mnemo_event_store::sealed::LogError::from)?;
-        if finished.is_some() {
+        if self.recorded(tenant, &record_id).await?.is_some() {
             return Ok(Outcome {
                 already_done: ids.len(),
                 ..Default::default()
@@ -373,7 +375,9 @@ impl Pipeline {
         let auto_threshold = policy.auto_threshold_for(active.name());
         let mut routed: Vec<RoutedCandidate> = Vec::with_capacity(extracted.len());
         let mut candidates: Vec<Candidate> = Vec::new();
-        let mut routes: Vec<Route> = Vec::new();
+        // For each kept candidate, its place in `routed` (whose route a
+        // protected contradiction may still change to review).
+        let mut slots: Vec<usize> = Vec::new();
         for candidate in extracted {
             let route = if candidate.confidence < policy.min_confidence {
                 Route::Discarded
@@ -388,7 +392,7 @@ impl Pipeline {
             });
             if route != Route::Discarded {
                 candidates.push(candidate);
-                routes.push(route);
+                slots.push(routed.len() - 1);
             }
         }
         outcome.below_threshold = outcome.candidates - candidates.len();
@@ -481,28 +485,14 @@ impl Pipeline {
         let mut created_here: Vec<(MemoryId, MemoryKind, String, Vec<f32>)> = Vec::new();
         // Memories created by this batch, for the relation step: (id, content, candidate index).
         let mut new_memories: Vec<(MemoryId, String, usize)> = Vec::new();
-        let mut record_routes = routed
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.route != Route::Discarded)
-            .map(|(i, _)| i)
-            .collect::<Vec<_>>()
-            .into_iter();
         for (index, candidate) in candidates.iter().enumerate() {
-            let record_index = record_routes.next();
             let event_id = event_ids[index];
             let vector = &vectors[index];
             let memory_id = MemoryId::from_uuid(Uuid::new_v5(
                 &Uuid::NAMESPACE_OID,
                 event_id.to_string().as_bytes(),
             ));
-            let done = self
-                .log
-                .store()
-                .get_event(tenant, &event_id)
-                .await
-                .map_err(mnemo_event_store::sealed::LogError::from)?;
-            if let Some(done) = done {
+            if let Some(done) = self.recorded(tenant, &event_id).await? {
                 // A replay after a crash: this candidate's event is in the
                 // log already. Remember a memory it created, so a later
                 // candidate repeating it still reinforces instead of duplicating.
@@ -543,13 +533,11 @@ impl Pipeline {
                 }
                 _ => false,
             };
-            let mut route = routes[index];
-            if protected_conflict && route == Route::Memory {
-                route = Route::Review;
-                if let Some(i) = record_index {
-                    routed[i].route = Route::Review;
-                }
+            let slot = &mut routed[slots[index]];
+            if protected_conflict && slot.route == Route::Memory {
+                slot.route = Route::Review;
             }
+            let route = slot.route;
 
             if route == Route::Review {
                 let (action, target, proposed) = match &decision {
