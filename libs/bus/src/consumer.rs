@@ -21,6 +21,16 @@ pub enum HandlerError {
     Permanent(String),
 }
 
+impl HandlerError {
+    /// A stable code for logs and dead-letter records.
+    pub fn code(&self) -> &'static str {
+        match self {
+            HandlerError::Retryable(_) => "handler_retryable",
+            HandlerError::Permanent(_) => "handler_permanent",
+        }
+    }
+}
+
 #[async_trait]
 pub trait EventHandler: Send + Sync + 'static {
     /// Must be idempotent on `event.event_id`: delivery is at least once.
@@ -177,5 +187,22 @@ pub async fn run_record_consumer(
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(10));
         }
+    }
+}
+
+#[cfg(test)]
+mod code_tests {
+    use super::*;
+
+    #[test]
+    fn handler_error_codes_are_stable() {
+        assert_eq!(
+            HandlerError::Retryable("x".into()).code(),
+            "handler_retryable"
+        );
+        assert_eq!(
+            HandlerError::Permanent("x".into()).code(),
+            "handler_permanent"
+        );
     }
 }

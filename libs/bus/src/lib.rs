@@ -97,6 +97,16 @@ pub enum BusError {
     Backend(String),
 }
 
+impl BusError {
+    /// A stable code for logs and dead-letter records; knows nothing of HTTP.
+    pub fn code(&self) -> &'static str {
+        match self {
+            BusError::GroupBusy(_) => "bus_group_busy",
+            BusError::Backend(_) => "bus_backend_failed",
+        }
+    }
+}
+
 #[async_trait]
 pub trait Bus: Send + Sync + 'static {
     /// Publishes records in order; records with the same key keep their order.
@@ -119,4 +129,15 @@ pub trait Subscription: Send {
     /// Durably records that this delivery (and everything before it on its
     /// partition) is handled.
     async fn commit(&mut self, delivery: &Delivery) -> Result<(), BusError>;
+}
+
+#[cfg(test)]
+mod code_tests {
+    use super::*;
+
+    #[test]
+    fn bus_error_codes_are_stable() {
+        assert_eq!(BusError::GroupBusy("g".into()).code(), "bus_group_busy");
+        assert_eq!(BusError::Backend("x".into()).code(), "bus_backend_failed");
+    }
 }

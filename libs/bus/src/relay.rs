@@ -105,6 +105,16 @@ pub enum RelayError {
     Bus(#[from] BusError),
 }
 
+impl RelayError {
+    /// A stable code for logs: the failing side's own code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            RelayError::Store(e) => e.code(),
+            RelayError::Bus(e) => e.code(),
+        }
+    }
+}
+
 pub struct Relay {
     store: Arc<dyn EventStore>,
     bus: Arc<dyn Bus>,

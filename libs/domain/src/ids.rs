@@ -39,6 +39,12 @@ impl IdError {
             | IdError::NotAUuid { kind } => kind,
         }
     }
+
+    /// A stable code: every malformed id is `invalid_id` (the message says
+    /// which id and why).
+    pub fn code(&self) -> &'static str {
+        "invalid_id"
+    }
 }
 
 fn check_name(kind: &'static str, raw: &str) -> Result<(), IdError> {

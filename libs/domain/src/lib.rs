@@ -11,6 +11,7 @@ pub mod events;
 pub mod forgetting;
 pub mod ids;
 pub mod memory;
+pub mod signals;
 pub mod text;
 
 pub use events::{DomainEvent, EventMetadata, NewEvent, RecordedEvent};

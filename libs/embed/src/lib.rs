@@ -20,6 +20,7 @@
 //! - Texts are subject content: nothing in this crate logs them or puts them
 //!   in error messages.
 
+mod cached;
 mod error;
 mod lexical;
 #[cfg(feature = "local")]
@@ -30,6 +31,7 @@ mod settings;
 #[cfg(feature = "testsupport")]
 mod testsupport;
 
+pub use cached::CachedEmbedder;
 pub use error::EmbedError;
 pub use lexical::LexicalEmbedder;
 #[cfg(feature = "local")]

@@ -24,6 +24,18 @@ pub enum LogError {
     MissingSubject(EventId),
 }
 
+impl LogError {
+    /// A stable code for logs: the underlying store's or cipher's own.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LogError::Store(e) => e.code(),
+            LogError::Crypto(e) => e.code(),
+            LogError::Decode(_) => "event_undecodable",
+            LogError::MissingSubject(_) => "event_missing_subject",
+        }
+    }
+}
+
 /// An event to append: what happened, about whom, by whom.
 pub struct Pending {
     pub event_id: EventId,

@@ -34,6 +34,18 @@ pub enum ParseError {
     Shape(String),
 }
 
+impl ParseError {
+    /// A stable code for logs and batch records.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ParseError::Empty => "answer_empty",
+            ParseError::NoJson => "answer_no_json",
+            ParseError::Invalid(_) => "answer_invalid_json",
+            ParseError::Shape(_) => "answer_wrong_shape",
+        }
+    }
+}
+
 /// Parses the JSON in a model's answer. Tolerates, in this order: a UTF-8
 /// BOM, a leading `<think>…</think>` block, markdown code fences (```` ```json
 /// ```` or bare ```` ``` ````), prose before and after (the first balanced
@@ -226,6 +238,17 @@ fn remove_trailing_commas(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parse_error_codes_are_stable() {
+        assert_eq!(parse_json("").unwrap_err().code(), "answer_empty");
+        assert_eq!(
+            parse_json("no json here").unwrap_err().code(),
+            "answer_no_json"
+        );
+        assert_eq!(ParseError::Shape("x".into()).code(), "answer_wrong_shape");
+    }
+
     use serde_json::json;
 
     #[test]

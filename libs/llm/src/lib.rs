@@ -352,6 +352,18 @@ pub enum LlmError {
 }
 
 impl LlmError {
+    /// A stable code for logs, metrics and batch records.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LlmError::Transient(_) => "llm_transient",
+            LlmError::Rejected { .. } => "llm_rejected",
+            LlmError::Malformed(_) => "llm_malformed_answer",
+            LlmError::Config(_) => "llm_invalid_config",
+        }
+    }
+}
+
+impl LlmError {
     /// Whether a later call might succeed (the caller may re-queue the work).
     pub fn is_transient(&self) -> bool {
         matches!(self, Self::Transient(_))

@@ -55,6 +55,18 @@ pub enum PgError {
     CannotSetRole { role: String, source: sqlx::Error },
 }
 
+impl PgError {
+    /// A stable code for logs.
+    pub fn code(&self) -> &'static str {
+        match self {
+            PgError::Database(_) => "postgres_failed",
+            PgError::Migrate(_) => "postgres_migration_failed",
+            PgError::UnsafeRole { .. } => "postgres_unsafe_role",
+            PgError::CannotSetRole { .. } => "postgres_cannot_set_role",
+        }
+    }
+}
+
 /// Parses a `postgres://` URL into connection options.
 pub fn options(url: &str) -> Result<PgConnectOptions, PgError> {
     Ok(PgConnectOptions::from_str(url)?)

@@ -69,6 +69,19 @@ pub enum TelemetryError {
     Metrics(#[from] prometheus::Error),
 }
 
+impl TelemetryError {
+    /// A stable code for logs and start-up errors.
+    pub fn code(&self) -> &'static str {
+        match self {
+            TelemetryError::InvalidLogFilter { .. } => "telemetry_invalid_log_filter",
+            TelemetryError::InvalidOtlpEndpoint(_) => "telemetry_invalid_otlp_endpoint",
+            TelemetryError::OtlpExporter(_) => "telemetry_otlp_exporter",
+            TelemetryError::AlreadyInitialized(_) => "telemetry_already_initialized",
+            TelemetryError::Metrics(_) => "telemetry_metrics",
+        }
+    }
+}
+
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]

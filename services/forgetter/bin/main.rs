@@ -2,5 +2,5 @@
 //! docs/scale-out.md). Configured by `MNEMO_*` variables and `MNEMO_CONFIG`.
 
 fn main() -> anyhow::Result<()> {
-    mnemo::service::service_main("mnemo-forgetter", mnemo::Roles::FORGETTER)
+    mnemo_app::service::service_main("mnemo-forgetter", mnemo_app::Roles::FORGETTER)
 }

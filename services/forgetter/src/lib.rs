@@ -11,6 +11,7 @@
 //! erasure id so a crash between steps cannot produce two receipts.
 
 pub mod retention;
+pub mod targets;
 pub mod usage;
 
 use std::sync::Arc;
@@ -32,7 +33,34 @@ pub trait ErasureTarget: Send + Sync + 'static {
         &self,
         tenant: &TenantId,
         subject: &SubjectId,
-    ) -> Result<ErasureStep, String>;
+    ) -> Result<ErasureStep, ErasureTargetError>;
+}
+
+/// A store that could not delete a subject: the erasure is retried.
+#[derive(Debug, thiserror::Error)]
+#[error("erasing the subject from {store} failed: {source}")]
+pub struct ErasureTargetError {
+    /// The store's name in the receipt.
+    pub store: &'static str,
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl ErasureTargetError {
+    pub fn new(
+        store: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        ErasureTargetError {
+            store,
+            source: Box::new(source),
+        }
+    }
+
+    /// A stable code for logs and the dead-letter record.
+    pub fn code(&self) -> &'static str {
+        "erasure_target_failed"
+    }
 }
 
 pub struct ErasureExecutor {
@@ -86,7 +114,12 @@ impl ErasureExecutor {
             note: None,
         });
         for target in &self.targets {
-            steps.push(target.erase_subject(tenant, subject).await.map_err(retry)?);
+            steps.push(
+                target
+                    .erase_subject(tenant, subject)
+                    .await
+                    .map_err(|e| retry(e.to_string()))?,
+            );
         }
         let shredded = self
             .log

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_bus::{Delivery, HandlerError, RecordHandler};
+use mnemo_domain::signals::AccessSignal;
 use mnemo_domain::{MemoryId, SubjectId, TenantId};
-use serde::Deserialize;
 use sqlx::{Row, SqlitePool};
 
 #[cfg(feature = "postgres")]
@@ -140,15 +140,6 @@ impl UsageStore for SqliteUsageStore {
     }
 }
 
-/// The access signal the retriever publishes.
-#[derive(Debug, Deserialize)]
-struct AccessSignal {
-    tenant: TenantId,
-    subject: SubjectId,
-    memory_ids: Vec<MemoryId>,
-    at: DateTime<Utc>,
-}
-
 /// Consumes access signals into the usage store. A redelivered signal counts
 /// an access twice; that is accepted (signals are a usage estimate, not a
 /// ledger), and documented.
@@ -159,8 +150,8 @@ pub struct AccessSignals {
 #[async_trait]
 impl RecordHandler for AccessSignals {
     async fn handle_record(&self, delivery: &Delivery) -> Result<(), HandlerError> {
-        let signal: AccessSignal = serde_json::from_slice(&delivery.payload)
-            .map_err(|e| HandlerError::Permanent(format!("undecodable access signal: {e}")))?;
+        let signal = AccessSignal::decode(&delivery.payload)
+            .map_err(|e| HandlerError::Permanent(e.to_string()))?;
         self.usage
             .record(
                 &signal.tenant,

@@ -2,12 +2,13 @@
 //! one [`ApiError`] with a stable JSON body `{"error": {"code", "message"}}`,
 //! the [`Authenticated`] extractor (the tenant always comes from the token),
 //! JSON/path/query extractor configs that turn bad input into 4xx JSON
-//! errors, a middleware for request spans and metrics, and the OpenAPI
-//! document. Only `services/` know about actix-web.
+//! errors, a middleware for request spans and metrics, the health and
+//! metrics endpoints, and the OpenAPI document. Only `services/` know about actix-web.
 
 pub mod auth;
 pub mod context;
 pub mod error;
+pub mod health;
 pub mod middleware;
 pub mod openapi;
 pub mod views;

@@ -2,5 +2,5 @@
 //! docs/scale-out.md). Configured by `MNEMO_*` variables and `MNEMO_CONFIG`.
 
 fn main() -> anyhow::Result<()> {
-    mnemo::service::service_main("mnemo-ingest", mnemo::Roles::INGEST)
+    mnemo_app::service::service_main("mnemo-ingest", mnemo_app::Roles::INGEST)
 }

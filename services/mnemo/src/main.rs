@@ -1,4 +1,4 @@
-//! `mnemo`: the embedded server and its tools. Thin on purpose: parse the
+//! `mnemo`: the command line. Thin on purpose: parse the
 //! command line, set up telemetry, load settings, run.
 
 use std::path::PathBuf;
@@ -225,7 +225,7 @@ fn main() -> anyhow::Result<()> {
             let settings = settings(&cli.config, data_dir, listen)?;
             let _telemetry = init_telemetry(&settings)?;
             runtime.block_on(async {
-                let app = mnemo::Application::build(settings.clone()).await?;
+                let app = mnemo_app::Application::build(settings.clone()).await?;
                 tracing::info!(data_dir = %settings.data_dir.display(), port = app.port(), "mnemo is listening on {}:{}", settings.listen.ip(), app.port());
                 app.run().await
             })?;
@@ -241,7 +241,9 @@ fn main() -> anyhow::Result<()> {
             let settings = settings(&cli.config, data_dir, None)?;
             let secret = match &settings.auth.hs256_secret {
                 Some(secret) => secret.expose_secret().as_bytes().to_vec(),
-                None => mnemo::secrets::load_or_create_dev_secret(&settings.dev_secret_file())?.0,
+                None => {
+                    mnemo_app::secrets::load_or_create_dev_secret(&settings.dev_secret_file())?.0
+                }
             };
             let minter = Minter::hs256(&secret, &settings.auth.issuer, &settings.auth.audience);
             let token = minter.mint(&MintRequest {
@@ -271,8 +273,8 @@ fn main() -> anyhow::Result<()> {
                 messages > 0 && concurrency > 0 && subjects > 0 && batches.iter().all(|b| *b > 0),
                 "counts must be positive"
             );
-            runtime.block_on(mnemo::bench::ingest(
-                mnemo::bench::IngestBench {
+            runtime.block_on(mnemo_lab::bench::ingest(
+                mnemo_lab::bench::IngestBench {
                     url,
                     token,
                     messages,
@@ -287,8 +289,8 @@ fn main() -> anyhow::Result<()> {
         Command::Bench {
             what: BenchCommand::Search { sizes, queries },
         } => {
-            runtime.block_on(mnemo::bench_search::search(
-                mnemo::bench_search::SearchBenchArgs { sizes, queries },
+            runtime.block_on(mnemo_lab::bench_search::search(
+                mnemo_lab::bench_search::SearchBenchArgs { sizes, queries },
             ))?;
         }
         Command::Eval {
@@ -302,7 +304,7 @@ fn main() -> anyhow::Result<()> {
                     skip_ingest,
                 },
         } => {
-            runtime.block_on(mnemo::eval::locomo(mnemo::eval::LocomoArgs {
+            runtime.block_on(mnemo_lab::eval::locomo(mnemo_lab::eval::LocomoArgs {
                 file,
                 url,
                 token,
@@ -320,9 +322,9 @@ fn main() -> anyhow::Result<()> {
                     subject_prefix,
                 },
         } => {
-            runtime.block_on(mnemo::eval_consolidation::consolidation(
+            runtime.block_on(mnemo_lab::eval_consolidation::consolidation(
                 cli.config.clone(),
-                mnemo::eval_consolidation::ConsolidationArgs {
+                mnemo_lab::eval_consolidation::ConsolidationArgs {
                     file,
                     data_dir,
                     limit,
@@ -333,22 +335,22 @@ fn main() -> anyhow::Result<()> {
         Command::Forget { data_dir, dry_run } => {
             let settings = settings(&cli.config, data_dir, None)?;
             let _telemetry = init_telemetry(&settings)?;
-            runtime.block_on(mnemo::forget::run(&settings, dry_run))?;
+            runtime.block_on(mnemo_app::forget::run(&settings, dry_run))?;
         }
         Command::Reindex { data_dir } => {
             let settings = settings(&cli.config, data_dir, None)?;
             let _telemetry = init_telemetry(&settings)?;
-            runtime.block_on(mnemo::reindex::run(&settings))?;
+            runtime.block_on(mnemo_app::reindex::run(&settings))?;
         }
         Command::Dev {
             what: DevCommand::Kafka { port, partitions },
         } => {
-            runtime.block_on(mnemo::dev_kafka::run(port, partitions))?;
+            runtime.block_on(mnemo_lab::dev_kafka::run(port, partitions))?;
         }
         Command::Dev {
             what: DevCommand::Llm { port },
         } => {
-            runtime.block_on(mnemo::dev_llm::run(port))?;
+            runtime.block_on(mnemo_lab::dev_llm::run(port))?;
         }
         Command::Migrate { data_dir } => {
             let settings = settings(&cli.config, data_dir, None)?;

@@ -2,5 +2,5 @@
 //! docs/scale-out.md). Configured by `MNEMO_*` variables and `MNEMO_CONFIG`.
 
 fn main() -> anyhow::Result<()> {
-    mnemo::service::service_main("mnemo-retriever", mnemo::Roles::RETRIEVER)
+    mnemo_app::service::service_main("mnemo-retriever", mnemo_app::Roles::RETRIEVER)
 }

@@ -31,12 +31,6 @@ use ranking::RankingParams;
 
 pub use projection::MemoryProjection;
 
-/// Reciprocal-rank-fusion constant for hybrid search. On the LoCoMo dev
-/// split (one memory per turn, BM25 + all-MiniLM-L6-v2), fusing the two top-100
-/// lists with k = 10 gave recall@10 66.7 against 60.1 with Qdrant's usual
-/// k = 60: with short memories a few strong ranks should count for more.
-pub const DEFAULT_RRF_K: u32 = 10;
-
 pub struct RetrieverState {
     pub log: SealedLog,
     pub read_model: Arc<dyn MemoryReadModel>,

@@ -9,6 +9,7 @@ use mnemo_bus::{topics, OutgoingRecord};
 use std::collections::HashSet;
 
 use mnemo_domain::events::RelationKind;
+use mnemo_domain::signals::AccessSignal;
 use mnemo_domain::{MemoryId, MemoryKind, MemoryState, SubjectId};
 use mnemo_http::views::MemoryView;
 use mnemo_http::{ApiError, Authenticated};
@@ -333,15 +334,15 @@ async fn signal_access(
     if found.is_empty() {
         return;
     }
-    let payload = json!({
-        "tenant": principal.tenant.as_str(),
-        "subject": subject.as_str(),
-        "memory_ids": found.iter().map(|f| f.memory.id.to_string()).collect::<Vec<_>>(),
-        "at": Utc::now(),
-    });
+    let signal = AccessSignal::new(
+        principal.tenant.clone(),
+        subject.clone(),
+        found.iter().map(|f| f.memory.id).collect(),
+        Utc::now(),
+    );
     let record = OutgoingRecord {
-        key: format!("{}/{}", principal.tenant, subject),
-        payload: payload.to_string().into_bytes(),
+        key: signal.key(),
+        payload: signal.encode(),
         headers: vec![("tenant".to_owned(), principal.tenant.to_string())],
     };
     if let Err(error) = state

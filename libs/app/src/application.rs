@@ -1,0 +1,467 @@
+//! The application a process runs: its roles' parts built from settings,
+//! the HTTP listener bound (port 0 in tests), and `run`, which serves HTTP
+//! beside the relay and the consumers until one of them stops.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::Server;
+use actix_web::middleware::from_fn;
+use actix_web::{web, App, HttpServer};
+use anyhow::Context;
+use mnemo_bus::relay::RelayStats;
+use mnemo_bus::{run_consumer, run_record_consumer, topics, Bus, ConsumerOptions, Relay};
+use mnemo_config::Settings;
+use mnemo_consolidator::llm::LlmStrategy;
+use mnemo_consolidator::pipeline::Pipeline;
+use mnemo_consolidator::rules::RuleStrategy;
+use mnemo_consolidator::strategy::ConsolidationStrategy;
+use mnemo_consolidator::Consolidator;
+use mnemo_crypto::SubjectCipher;
+use mnemo_embed::Embedder;
+use mnemo_event_store::sealed::SealedLog;
+use mnemo_forgetter::retention::Retention;
+use mnemo_forgetter::targets::{PipelineStateErasure, ReadModelErasure, VectorIndexErasure};
+use mnemo_forgetter::usage::AccessSignals;
+use mnemo_forgetter::ErasureExecutor;
+use mnemo_http::health::{self, Health};
+use mnemo_http::{extractor_configs, json_error_bodies, observe_requests};
+use mnemo_ingest::{IngestState, Scrubbers};
+use mnemo_retriever::{MemoryProjection, RetrieverState};
+use mnemo_telemetry::Metrics;
+use mnemo_vector_index::VectorIndex;
+use tokio::task::JoinSet;
+
+use crate::roles::Roles;
+use crate::stores::{load_master_key, Stores};
+use crate::vectors::{build_embedder, open_index};
+use crate::verifier::build_verifier;
+
+/// Held (an exclusive advisory lock) by the server for its whole run, so
+/// two servers never share a data dir and tools know whether one runs.
+pub const SERVE_LOCK_FILE: &str = "serve.lock";
+
+/// Every route a process running every role serves, for the OpenAPI
+/// coverage test.
+pub fn routes() -> Vec<(&'static str, &'static str)> {
+    let mut routes = vec![("GET", "/openapi.json"), ("GET", "/docs")];
+    routes.extend_from_slice(health::ROUTES);
+    routes.extend_from_slice(mnemo_ingest::ROUTES);
+    routes.extend_from_slice(mnemo_retriever::ROUTES);
+    routes
+}
+
+/// The embedder and the index it fills: only roles that search or write
+/// vectors build them ([`Roles::needs_vectors`]).
+#[derive(Clone)]
+struct Vectors {
+    embedder: Arc<dyn Embedder>,
+    index: Arc<dyn VectorIndex>,
+}
+
+pub struct Application {
+    /// Released when the process exits, however it exits.
+    _serve_lock: std::fs::File,
+    port: u16,
+    server: Server,
+    roles: Roles,
+    relay: Arc<Relay>,
+    bus: Arc<dyn Bus>,
+    log: SealedLog,
+    stores: Arc<Stores>,
+    vectors: Option<Vectors>,
+    consolidator: Option<Arc<Consolidator>>,
+    retention: Option<Arc<Retention>>,
+    forget_interval: Duration,
+}
+
+impl Application {
+    /// The embedded server: every role in one process.
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        Self::build_roles(settings, Roles::ALL).await
+    }
+
+    /// A process running `roles` (one service of the scale-out deployment,
+    /// or all of them). Each role's parts are built only when it runs.
+    pub async fn build_roles(settings: Settings, roles: Roles) -> anyhow::Result<Self> {
+        let serve_lock = lock_data_dir(&settings)?;
+        let master = Arc::new(load_master_key(&settings)?);
+        let metrics = Arc::new(Metrics::new().context("cannot register metrics")?);
+        let stores = Arc::new(Stores::open(&settings, master.clone()).await?);
+        let log = SealedLog::new(
+            stores.store.clone(),
+            Arc::new(SubjectCipher::new(stores.keys.clone())),
+        );
+        let bus = open_bus(&settings, &stores).await?;
+        let relay = Arc::new(Relay::new(
+            stores.store.clone(),
+            bus.clone(),
+            stores.checkpoints.clone(),
+        ));
+        let vectors = match roles.needs_vectors() {
+            true => {
+                let embedder = build_embedder(&settings).await?;
+                let index = open_index(&settings, embedder.clone(), &log).await?;
+                Some(Vectors { embedder, index })
+            }
+            false => None,
+        };
+        let consolidator = match (&vectors, roles.consolidator) {
+            (Some(vectors), true) => Some(Arc::new(build_consolidator(
+                &settings, &log, &stores, vectors, &metrics,
+            )?)),
+            _ => None,
+        };
+        let retention = roles.forgetter.then(|| {
+            Arc::new(Retention {
+                log: log.clone(),
+                read_model: stores.read_model.clone(),
+                usage: stores.usage.clone(),
+                policies: Arc::new(settings.forgetting.policies.clone()),
+            })
+        });
+        let api = Api {
+            ingest: roles.ingest.then(|| {
+                Arc::new(IngestState {
+                    log: log.clone(),
+                    scrubbers: Scrubbers::new(settings.pii.clone(), master.clone()),
+                    limits: settings.limits,
+                    metrics: metrics.clone(),
+                })
+            }),
+            retriever: match (&vectors, roles.retriever) {
+                (Some(vectors), true) => Some(Arc::new(retriever_state(
+                    &settings, &log, &stores, vectors, &bus, &metrics,
+                ))),
+                _ => None,
+            },
+        };
+        let (server, port) = serve_http(&settings, api, &stores, relay.stats(), metrics)?;
+        Ok(Application {
+            _serve_lock: serve_lock,
+            port,
+            server,
+            roles,
+            relay,
+            bus,
+            log,
+            stores,
+            vectors,
+            consolidator,
+            retention,
+            forget_interval: settings.forgetting.interval,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Stops the server gracefully when asked (as SIGTERM does); `run`
+    /// then flushes and returns.
+    pub fn server_handle(&self) -> actix_web::dev::ServerHandle {
+        self.server.handle()
+    }
+
+    /// The sealed log, for tools and tests that append as another service
+    /// would (e.g. the consolidator's review requests).
+    pub fn log(&self) -> SealedLog {
+        self.log.clone()
+    }
+
+    /// The vector index, for tools and tests that inspect it directly;
+    /// None in a process that runs only ingest.
+    pub fn vector_index(&self) -> Option<Arc<dyn VectorIndex>> {
+        self.vectors.as_ref().map(|v| v.index.clone())
+    }
+
+    /// The consolidator, for tools (`mnemo eval consolidation`) and tests
+    /// that drive it directly; None unless the process consolidates.
+    pub fn consolidator(&self) -> Option<Arc<Consolidator>> {
+        self.consolidator.clone()
+    }
+
+    /// Runs the HTTP server beside the relay and the consumers until the
+    /// server stops (SIGINT/SIGTERM), and says which part stopped.
+    pub async fn run(self) -> anyhow::Result<()> {
+        // Every background part in one set: the first to stop ends the run,
+        // and the rest are stopped (and dropped) before `run` returns, so
+        // nothing keeps the data dir's files open after it.
+        let mut parts: JoinSet<String> = JoinSet::new();
+        if self.roles.relay {
+            let relay = self.relay.clone();
+            parts.spawn(named("relay", async move { relay.run().await }));
+        }
+        if let (Some(vectors), true) = (&self.vectors, self.roles.retriever) {
+            self.spawn_retriever(&mut parts, vectors);
+        }
+        if let (Some(vectors), Some(retention)) = (&self.vectors, &self.retention) {
+            self.spawn_forgetter(&mut parts, vectors, retention.clone());
+        }
+        if let Some(consolidator) = &self.consolidator {
+            self.spawn_consolidator(&mut parts, consolidator.clone());
+        }
+
+        let outcome = tokio::select! {
+            result = self.server => {
+                tracing::info!("http server stopped");
+                result.context("http server failed")
+            }
+            Some(stopped) = parts.join_next(), if !parts.is_empty() => {
+                Err(anyhow::anyhow!(stopped.unwrap_or_else(|e| format!("a background part failed: {e}"))))
+            }
+        };
+        // Aborted mid-handler, a consumer has not committed: the record is
+        // handled again at the next start (handlers are idempotent).
+        parts.shutdown().await;
+        if let Some(vectors) = &self.vectors {
+            if let Err(error) = vectors.index.flush().await {
+                tracing::warn!(error = %error, "vector index flush at shutdown failed");
+            }
+        }
+        // A clean shutdown leaves no write half done: SQLite transactions are
+        // atomic, and consumers resume from their committed offsets.
+        self.stores.close().await;
+        outcome
+    }
+
+    fn spawn_retriever(&self, parts: &mut JoinSet<String>, vectors: &Vectors) {
+        let projection = Arc::new(MemoryProjection::new(
+            self.log.clone(),
+            self.stores.read_model.clone(),
+            vectors.embedder.clone(),
+            vectors.index.clone(),
+        ));
+        parts.spawn(named(
+            "retriever projection",
+            run_consumer(
+                self.bus.clone(),
+                ConsumerOptions::new("retriever.memory-projection", &[topics::MEMORY_EVENTS]),
+                projection,
+            ),
+        ));
+    }
+
+    fn spawn_forgetter(
+        &self,
+        parts: &mut JoinSet<String>,
+        vectors: &Vectors,
+        retention: Arc<Retention>,
+    ) {
+        let erasure = Arc::new(ErasureExecutor::new(
+            self.log.clone(),
+            vec![
+                Arc::new(VectorIndexErasure(vectors.index.clone())),
+                Arc::new(PipelineStateErasure {
+                    buffer: self.stores.buffer.clone(),
+                    usage: self.stores.usage.clone(),
+                }),
+                // Last: on SQLite it also truncates the WAL, after every delete.
+                Arc::new(ReadModelErasure {
+                    read_model: self.stores.read_model.clone(),
+                    sqlite: self.stores.sqlite_pool(),
+                }),
+            ],
+        ));
+        parts.spawn(named(
+            "forgetter",
+            run_consumer(
+                self.bus.clone(),
+                ConsumerOptions::new("forgetter.erasure", &[topics::SUBJECT_EVENTS]),
+                erasure,
+            ),
+        ));
+        parts.spawn(named(
+            "access signal consumer",
+            run_record_consumer(
+                self.bus.clone(),
+                ConsumerOptions::new("forgetter.access", &[topics::ACCESS_SIGNALS]),
+                Arc::new(AccessSignals {
+                    usage: self.stores.usage.clone(),
+                }),
+            ),
+        ));
+        parts.spawn(named(
+            "retention pass",
+            retention.run_every(self.forget_interval),
+        ));
+    }
+
+    fn spawn_consolidator(&self, parts: &mut JoinSet<String>, consolidator: Arc<Consolidator>) {
+        parts.spawn(named(
+            "consolidator",
+            run_consumer(
+                self.bus.clone(),
+                ConsumerOptions::new("consolidator", &[topics::MESSAGES]),
+                consolidator.clone(),
+            ),
+        ));
+        let tick = (consolidator.shortest_idle_timeout() / 4)
+            .clamp(Duration::from_millis(50), Duration::from_secs(30));
+        parts.spawn(named(
+            "consolidation sweeper",
+            consolidator.run_idle_sweeper(tick),
+        ));
+    }
+}
+
+/// Creates the data dir and, in the embedded mode, takes its lock.
+fn lock_data_dir(settings: &Settings) -> anyhow::Result<std::fs::File> {
+    std::fs::create_dir_all(&settings.data_dir)
+        .with_context(|| format!("cannot create data dir {}", settings.data_dir.display()))?;
+    // The data dir's files (SQLite, qdrant-edge, the in-process bus) are
+    // one process's; services sharing PostgreSQL, Kafka and Qdrant keep
+    // nothing there and may share it.
+    let serve_lock = std::fs::File::create(settings.data_dir.join(SERVE_LOCK_FILE))?;
+    if !settings.is_scale_out() {
+        serve_lock.try_lock().map_err(|_| {
+            anyhow::anyhow!(
+                "another mnemo serve is running on {}",
+                settings.data_dir.display()
+            )
+        })?;
+    }
+    Ok(serve_lock)
+}
+
+/// Kafka when brokers are configured, else the in-process bus.
+async fn open_bus(settings: &Settings, stores: &Stores) -> anyhow::Result<Arc<dyn Bus>> {
+    let Some(kafka) = &settings.kafka else {
+        return Ok(Arc::new(stores.in_process_bus(settings).await?));
+    };
+    let config = mnemo_bus::kafka::KafkaConfig::new(kafka.brokers.clone());
+    // Creates only what is missing: a no-op where the operator created the
+    // topics (with their replication) beforehand.
+    mnemo_bus::kafka::create_all_topics(&config, kafka.partitions, 1)
+        .await
+        .context("cannot create the Kafka topics")?;
+    Ok(Arc::new(
+        mnemo_bus::kafka::KafkaBus::new(config).context("cannot set up Kafka")?,
+    ))
+}
+
+/// The consolidator with its strategy: the LLM when one is configured
+/// (the rules behind it as the fallback), else the rules.
+fn build_consolidator(
+    settings: &Settings,
+    log: &SealedLog,
+    stores: &Stores,
+    vectors: &Vectors,
+    metrics: &Metrics,
+) -> anyhow::Result<Consolidator> {
+    let rules: Arc<dyn ConsolidationStrategy> = Arc::new(RuleStrategy::new());
+    let (strategy, fallback) = match &settings.llm {
+        Some(llm) => {
+            let strategy = LlmStrategy::from_settings(llm)
+                .map_err(|e| anyhow::anyhow!("cannot set up the LLM: {e}"))?;
+            tracing::info!(model = %llm.model, prompts = %strategy.prompt_version().unwrap_or_default(), "LLM consolidation on; the rules are its fallback");
+            (
+                Arc::new(strategy) as Arc<dyn ConsolidationStrategy>,
+                Some(rules),
+            )
+        }
+        None => (rules, None),
+    };
+    Ok(Consolidator::new(Pipeline {
+        log: log.clone(),
+        buffer: stores.buffer.clone(),
+        strategy,
+        fallback,
+        budget: Arc::default(),
+        metrics: Some(metrics.clone()),
+        embedder: vectors.embedder.clone(),
+        index: vectors.index.clone(),
+        read_model: stores.read_model.clone(),
+        policies: Arc::new(settings.consolidation.clone()),
+    }))
+}
+
+fn retriever_state(
+    settings: &Settings,
+    log: &SealedLog,
+    stores: &Stores,
+    vectors: &Vectors,
+    bus: &Arc<dyn Bus>,
+    metrics: &Arc<Metrics>,
+) -> RetrieverState {
+    RetrieverState {
+        log: log.clone(),
+        read_model: stores.read_model.clone(),
+        metrics: metrics.clone(),
+        embedder: vectors.embedder.clone(),
+        index: vectors.index.clone(),
+        bus: bus.clone(),
+        ranking: Default::default(),
+        rrf_k: mnemo_vector_index::DEFAULT_RRF_K,
+        llm_pricing: settings
+            .llm
+            .as_ref()
+            .map(|llm| mnemo_retriever::report::LlmPricing {
+                input_per_million: llm.price_input_per_million,
+                output_per_million: llm.price_output_per_million,
+            })
+            .unwrap_or_default(),
+        consolidation: Arc::new(settings.consolidation.clone()),
+    }
+}
+
+/// The HTTP APIs of the roles this process runs.
+struct Api {
+    ingest: Option<Arc<IngestState>>,
+    retriever: Option<Arc<RetrieverState>>,
+}
+
+/// Binds the listener and starts the HTTP server: the roles' APIs, the
+/// OpenAPI document and the health endpoints.
+fn serve_http(
+    settings: &Settings,
+    api: Api,
+    stores: &Arc<Stores>,
+    relay: Arc<RelayStats>,
+    metrics: Arc<Metrics>,
+) -> anyhow::Result<(Server, u16)> {
+    let verifier = web::Data::new(Arc::new(build_verifier(settings)?));
+    let listener = TcpListener::bind(settings.listen)
+        .with_context(|| format!("cannot listen on {}", settings.listen))?;
+    let port = listener.local_addr()?.port();
+    let max_body = settings.limits.max_body_bytes;
+    let metrics = web::Data::new(metrics);
+    let health = health::configure(Health {
+        database: stores.clone(),
+        relay,
+    });
+    let server = HttpServer::new(move || {
+        App::new()
+            .wrap(json_error_bodies())
+            .wrap(from_fn(observe_requests))
+            .app_data(verifier.clone())
+            .app_data(metrics.clone())
+            .configure(extractor_configs(max_body))
+            .configure(|cfg| {
+                if let Some(ingest) = &api.ingest {
+                    mnemo_ingest::configure(ingest.clone())(cfg);
+                }
+                if let Some(retriever) = &api.retriever {
+                    mnemo_retriever::configure(retriever.clone())(cfg);
+                }
+            })
+            .configure(mnemo_http::openapi::configure)
+            .configure(health.clone())
+            .default_service(web::to(health::route_not_found))
+    })
+    .workers(2)
+    .shutdown_timeout(10)
+    .listen(listener)?
+    .run();
+    Ok((server, port))
+}
+
+/// A background part's future, reporting how it stopped.
+async fn named<T: std::fmt::Debug>(
+    name: &'static str,
+    part: impl std::future::Future<Output = T>,
+) -> String {
+    let result = part.await;
+    format!("{name} stopped: {result:?}")
+}

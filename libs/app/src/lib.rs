@@ -1,0 +1,24 @@
+//! The composition of mnemo: settings → stores → roles → [`Application`].
+//!
+//! Everything that turns a [`mnemo_config::Settings`] into running parts
+//! lives here and nowhere else: which adapter backs each port (SQLite or
+//! PostgreSQL, the in-process bus or Kafka, qdrant-edge or a Qdrant
+//! server), which parts a process builds for its [`Roles`] (ingest alone
+//! loads no embedder and opens no vector collection), and the product's
+//! commands that work on a data dir beside or instead of a server
+//! (`forget`, `reindex`). The `mnemo` CLI and the four service binaries
+//! depend on this crate, not on each other; evaluation and benchmark tools
+//! live in `tools/lab`, which no service binary links.
+
+pub mod application;
+pub mod forget;
+pub mod reindex;
+pub mod roles;
+pub mod secrets;
+pub mod service;
+pub mod stores;
+pub mod vectors;
+pub mod verifier;
+
+pub use application::{Application, SERVE_LOCK_FILE};
+pub use roles::Roles;

@@ -1,0 +1,43 @@
+//! The `main` of the four scale-out service binaries (`mnemo-ingest`,
+//! `mnemo-consolidator`, `mnemo-retriever`, `mnemo-forgetter`): the same
+//! application as `mnemo serve`, running one role. Settings come from the
+//! environment and `MNEMO_CONFIG` only (no flags), as containers set them.
+
+use anyhow::Context;
+use mnemo_config::Overrides;
+use mnemo_telemetry::TelemetryConfig;
+
+use crate::{Application, Roles};
+
+pub fn service_main(name: &'static str, roles: Roles) -> anyhow::Result<()> {
+    let settings = mnemo_config::load(&Overrides::default()).context("invalid configuration")?;
+    let _telemetry = mnemo_telemetry::init(&TelemetryConfig {
+        service_name: name.to_owned(),
+        log_format: settings.telemetry.log_format,
+        log_filter: settings.telemetry.log_filter.clone(),
+        otlp_endpoint: settings.telemetry.otlp_endpoint.clone(),
+    })
+    .context("cannot set up telemetry")?;
+    if !settings.is_scale_out() {
+        tracing::warn!(
+            service = name,
+            "not every store is shared (MNEMO_DATABASE_URL, MNEMO_KAFKA_BROKERS, MNEMO_QDRANT_URL): \
+             this service keeps state in its data dir and cannot run beside the others; \
+             use `mnemo serve` for a single process"
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let app = Application::build_roles(settings.clone(), roles).await?;
+        tracing::info!(
+            service = name,
+            port = app.port(),
+            "{name} is listening on {}:{}",
+            settings.listen.ip(),
+            app.port()
+        );
+        app.run().await
+    })
+}

@@ -1,0 +1,194 @@
+//! The stores behind the ports, the sealed log over them, and the master
+//! key that seals it.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use async_trait::async_trait;
+use mnemo_bus::in_process::InProcessBus;
+use mnemo_bus::relay::SqliteCheckpointStore;
+use mnemo_bus::CheckpointStore;
+use mnemo_config::Settings;
+use mnemo_consolidator::buffer::{MessageBuffer, SqliteMessageBuffer};
+use mnemo_crypto::{MasterKey, SqliteSubjectKeyStore, SubjectCipher, SubjectKeyStore};
+use mnemo_event_store::sealed::SealedLog;
+use mnemo_event_store::sqlite::{self, SqliteEventStore};
+use mnemo_event_store::EventStore;
+use mnemo_forgetter::usage::{SqliteUsageStore, UsageStore};
+use mnemo_http::health::Readiness;
+use mnemo_read_model::sqlite::SqliteMemoryReadModel;
+use mnemo_read_model::MemoryReadModel;
+use secrecy::ExposeSecret;
+use sqlx::SqlitePool;
+
+/// The stores behind the ports: SQLite in the data dir (embedded) or
+/// PostgreSQL (`MNEMO_DATABASE_URL`, scale-out).
+pub struct Stores {
+    pub store: Arc<dyn EventStore>,
+    pub keys: Arc<dyn SubjectKeyStore>,
+    pub checkpoints: Arc<dyn CheckpointStore>,
+    pub read_model: Arc<dyn MemoryReadModel>,
+    pub buffer: Arc<dyn MessageBuffer>,
+    pub usage: Arc<dyn UsageStore>,
+    backend: Backend,
+}
+
+enum Backend {
+    Sqlite(SqlitePool),
+    Postgres {
+        tenant: mnemo_pg::TenantPool,
+        system: mnemo_pg::SystemPool,
+    },
+}
+
+impl Stores {
+    pub async fn open(settings: &Settings, master: Arc<MasterKey>) -> anyhow::Result<Self> {
+        match &settings.database {
+            None => {
+                let pool = sqlite::connect(&settings.database_file())
+                    .await
+                    .context("cannot open the database")?;
+                Ok(Stores {
+                    store: Arc::new(SqliteEventStore::new(pool.clone()).await?),
+                    keys: Arc::new(SqliteSubjectKeyStore::new(pool.clone(), master)),
+                    checkpoints: Arc::new(SqliteCheckpointStore::new(pool.clone())),
+                    read_model: Arc::new(SqliteMemoryReadModel::new(pool.clone())),
+                    buffer: Arc::new(SqliteMessageBuffer::new(pool.clone())),
+                    usage: Arc::new(SqliteUsageStore::new(pool.clone())),
+                    backend: Backend::Sqlite(pool),
+                })
+            }
+            Some(database) => {
+                let app_url = database.url.expose_secret();
+                let system_url = match &database.system_url {
+                    Some(url) => url.expose_secret().to_owned(),
+                    None => with_user(app_url, mnemo_pg::SYSTEM_ROLE)?,
+                };
+                let tenant = mnemo_pg::TenantPool::connect(app_url, database.max_connections)
+                    .await
+                    .context("cannot connect to PostgreSQL as the application role")?;
+                // The relay's notification listener holds one connection.
+                let system = mnemo_pg::SystemPool::connect(&system_url, 4)
+                    .await
+                    .context("cannot connect to PostgreSQL as the system role")?;
+                Ok(Stores {
+                    store: Arc::new(mnemo_event_store::postgres::PostgresEventStore::new(
+                        tenant.clone(),
+                        system.clone(),
+                    )),
+                    keys: Arc::new(mnemo_crypto::PostgresSubjectKeyStore::new(
+                        tenant.clone(),
+                        master,
+                    )),
+                    checkpoints: Arc::new(mnemo_bus::postgres::PostgresCheckpointStore::new(
+                        system.clone(),
+                    )),
+                    read_model: Arc::new(mnemo_read_model::postgres::PostgresMemoryReadModel::new(
+                        tenant.clone(),
+                        system.clone(),
+                    )),
+                    buffer: Arc::new(mnemo_consolidator::buffer::PostgresMessageBuffer::new(
+                        tenant.clone(),
+                        system.clone(),
+                    )),
+                    usage: Arc::new(mnemo_forgetter::usage::PostgresUsageStore::new(
+                        tenant.clone(),
+                    )),
+                    backend: Backend::Postgres { tenant, system },
+                })
+            }
+        }
+    }
+
+    /// The SQLite database the stores live in (embedded mode), for the
+    /// erasure step that truncates its write-ahead log.
+    pub fn sqlite_pool(&self) -> Option<SqlitePool> {
+        match &self.backend {
+            Backend::Sqlite(pool) => Some(pool.clone()),
+            Backend::Postgres { .. } => None,
+        }
+    }
+
+    /// The in-process bus keeps its topics in SQLite: the data dir's
+    /// database, also when the log is in PostgreSQL (one process only).
+    pub async fn in_process_bus(&self, settings: &Settings) -> anyhow::Result<InProcessBus> {
+        let pool = match &self.backend {
+            Backend::Sqlite(pool) => pool.clone(),
+            Backend::Postgres { .. } => {
+                std::fs::create_dir_all(&settings.data_dir)?;
+                sqlite::connect(&settings.database_file()).await?
+            }
+        };
+        Ok(InProcessBus::new(pool, settings.bus_partitions))
+    }
+
+    pub async fn close(&self) {
+        match &self.backend {
+            Backend::Sqlite(pool) => pool.close().await,
+            Backend::Postgres { tenant, system } => {
+                tenant.close().await;
+                system.close().await;
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Readiness for Stores {
+    async fn check(&self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        match &self.backend {
+            Backend::Sqlite(pool) => {
+                sqlx::query("SELECT 1").execute(pool).await?;
+            }
+            Backend::Postgres { system, .. } => {
+                sqlx::query("SELECT 1").execute(system.pool()).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `postgres://app@host/db` → `postgres://mnemo_system@host/db` (same host,
+/// database and options; no password: give `MNEMO_DATABASE_SYSTEM_URL`
+/// when the system role needs one).
+fn with_user(url: &str, user: &str) -> anyhow::Result<String> {
+    let (scheme, rest) = url
+        .split_once("://")
+        .context("the database URL has no scheme")?;
+    let host_and_rest = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    Ok(format!("{scheme}://{user}@{host_and_rest}"))
+}
+
+/// The event log, opened for a tool running beside (or instead of) the
+/// server, with the stores it lives in (close them when done).
+pub async fn open_log(settings: &Settings) -> anyhow::Result<(SealedLog, Stores)> {
+    let master = Arc::new(load_master_key(settings)?);
+    let stores = Stores::open(settings, master).await?;
+    let log = SealedLog::new(
+        stores.store.clone(),
+        Arc::new(SubjectCipher::new(stores.keys.clone())),
+    );
+    Ok((log, stores))
+}
+
+/// Loads the configured master key, or the data dir's (created on first start).
+pub fn load_master_key(settings: &Settings) -> anyhow::Result<MasterKey> {
+    if let Some(encoded) = &settings.master_key {
+        return MasterKey::from_base64(encoded.expose_secret()).context("invalid master key");
+    }
+    // Processes sharing PostgreSQL must share one key; a key generated per
+    // host would make every other host's subject content unreadable.
+    anyhow::ensure!(
+        settings.database.is_none(),
+        "set MNEMO_MASTER_KEY (base64, 32 bytes): services sharing PostgreSQL need one master key"
+    );
+    let path = settings.master_key_file();
+    let (key, created) = MasterKey::load_or_generate(&path)
+        .with_context(|| format!("cannot load master key {}", path.display()))?;
+    if created {
+        tracing::warn!(path = %path.display(), "generated a new master key (mode 0600); back it up: without it no subject content can be read");
+    } else {
+        tracing::info!(path = %path.display(), key_id = %key.id(), "loaded master key");
+    }
+    Ok(key)
+}

@@ -1,0 +1,133 @@
+//! The embedder and the vector index the settings ask for.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use mnemo_config::Settings;
+use mnemo_embed::{EmbedSettings, Embedder, EmbedderKind};
+use mnemo_event_store::sealed::SealedLog;
+use mnemo_vector_index::collections::{Collections, ReplayMarker};
+use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
+use secrecy::ExposeSecret;
+
+/// The embedder the settings ask for (see `mnemo-embed`'s `build`).
+pub async fn build_embedder(settings: &Settings) -> anyhow::Result<Arc<dyn Embedder>> {
+    let embedding = &settings.embedding;
+    let mut embed = EmbedSettings {
+        kind: embedding
+            .kind
+            .parse::<EmbedderKind>()
+            .context("embedding.kind")?,
+        model_dir: embedding.model_dir.clone(),
+        model: embedding.model.clone(),
+        base_url: embedding.base_url.clone(),
+        api_key: embedding.api_key.clone(),
+        dimension: embedding.dimension,
+        ..EmbedSettings::default()
+    };
+    if let Some(cache) = &embedding.cache_dir {
+        embed.cache_dir = cache.clone();
+    }
+    let embedder = mnemo_embed::build(&embed)
+        .await
+        .context("cannot set up the embedder")?;
+    tracing::info!(model = %embedder.space().model, dimension = embedder.space().dimension, "embedder ready");
+    Ok(embedder)
+}
+
+/// Opens the collection the server serves for the embedder's space (one
+/// collection per space, so switching models never mixes vectors): takes
+/// over a collection `mnemo reindex` built, or replays the log into a new
+/// one when the model changed without a reindex, before anything is served
+/// from it (see `collections`). Stale collections are deleted afterwards.
+pub async fn open_vector_index(
+    settings: &Settings,
+    embedder: Arc<dyn Embedder>,
+    log: &SealedLog,
+) -> anyhow::Result<Arc<EdgeVectorIndex>> {
+    let space = embedder.space().clone();
+    let collections = Collections::new(settings.data_dir.join("vectors"));
+    let opening = collections.plan(&space.collection_name())?;
+    if opening.catch_up_from.is_some() && collections.marker(&opening.name)?.is_none() {
+        // Marked unfinished before the first point lands, so a crash
+        // mid-build is caught up again at the next start.
+        collections.write_marker(
+            &opening.name,
+            &ReplayMarker::started(&space.model, space.dimension),
+        )?;
+    }
+    let dir = collections.path(&opening.name);
+    let index = Arc::new(
+        EdgeVectorIndex::open(&dir, space.dimension)
+            .with_context(|| format!("cannot open the vector index {}", dir.display()))?,
+    );
+    collections.set_active(&opening.name)?;
+    if let Some(from) = opening.catch_up_from {
+        tracing::info!(collection = %opening.name, from, "bringing the vector collection up to the log's head before serving");
+        // One flush at the end instead of one per point: the marker stays
+        // until then, so a crash replays again instead of losing points.
+        index.set_durable_writes(false);
+        let replayed =
+            mnemo_retriever::reindex::catch_up(log, embedder.clone(), index.clone(), from)
+                .await
+                .context("cannot bring the vector collection up to date")?;
+        index.flush().await?;
+        index.set_durable_writes(true);
+        collections.remove_marker(&opening.name)?;
+        tracing::info!(
+            collection = %opening.name,
+            position = replayed.position,
+            memories = replayed.memories,
+            points = replayed.points,
+            "vector collection is current"
+        );
+    }
+    for removed in collections.remove_stale(&opening.name)? {
+        tracing::info!(collection = %removed, "removed a vector collection no longer served");
+    }
+    Ok(index)
+}
+
+/// The vector index: a Qdrant server when one is configured, else the data
+/// dir's qdrant-edge collection (see [`open_vector_index`]).
+pub async fn open_index(
+    settings: &Settings,
+    embedder: Arc<dyn Embedder>,
+    log: &SealedLog,
+) -> anyhow::Result<Arc<dyn VectorIndex>> {
+    let Some(qdrant) = &settings.qdrant else {
+        return Ok(open_vector_index(settings, embedder, log).await?);
+    };
+    let space = embedder.space();
+    let mut config = mnemo_vector_index::QdrantSettings::new(qdrant.url.clone());
+    config.api_key = qdrant
+        .api_key
+        .as_ref()
+        .map(|k| k.expose_secret().to_owned());
+    config.collection_prefix = qdrant.collection_prefix.clone();
+    let index = mnemo_vector_index::QdrantVectorIndex::connect(
+        &config,
+        &space.collection_name(),
+        space.dimension,
+    )
+    .await
+    .with_context(|| format!("cannot open the Qdrant collection for {}", space.model))?;
+    let index = Arc::new(index);
+    if index.created_collection() {
+        // A new embedding space: without a replay it would hold none of the
+        // memories already in the log (the projection only sees new events).
+        // Another process writing meanwhile is harmless: points are whole
+        // and replaced by memory id. A crash mid-replay leaves the
+        // collection partial: drop it in Qdrant and restart to replay again.
+        tracing::info!(collection = %index.collection(), "new Qdrant collection: replaying the log into it");
+        let replayed = mnemo_retriever::reindex::catch_up(log, embedder, index.clone(), 0)
+            .await
+            .context("cannot replay the log into the new Qdrant collection")?;
+        tracing::info!(
+            memories = replayed.memories,
+            points = replayed.points,
+            "Qdrant collection is current"
+        );
+    }
+    Ok(index)
+}

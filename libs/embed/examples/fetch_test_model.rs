@@ -1,0 +1,15 @@
+//! Fetches the pinned all-MiniLM-L6-v2 test model (see `testsupport`) and
+//! prints its directory. `scripts/test` runs it before the suite, so a
+//! fetch that fails says so once, up front, instead of in every test that
+//! needs the model.
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    match mnemo_embed::try_test_model_dir().await {
+        Ok(dir) => println!("{}", dir.display()),
+        Err(error) => {
+            eprintln!("cannot provide the test model: {error}");
+            std::process::exit(1);
+        }
+    }
+}

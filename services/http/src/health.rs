@@ -1,0 +1,91 @@
+//! The operational endpoints every process serves, whatever its roles:
+//! liveness (`/healthz`), readiness (`/readyz`: the database answers) and
+//! the Prometheus metrics (`/metrics`), plus the JSON 404/405 for paths no
+//! role serves.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use async_trait::async_trait;
+use mnemo_bus::relay::RelayStats;
+use mnemo_telemetry::Metrics;
+
+use crate::ApiError;
+
+/// Whatever a process must reach to serve: its database.
+#[async_trait]
+pub trait Readiness: Send + Sync + 'static {
+    async fn check(&self) -> Result<(), Box<dyn std::error::Error + Send + Sync>>;
+}
+
+/// What the health endpoints read.
+pub struct Health {
+    pub database: Arc<dyn Readiness>,
+    pub relay: Arc<RelayStats>,
+}
+
+/// Routes `/healthz`, `/readyz` and `/metrics` (the app registers
+/// `web::Data<Arc<Metrics>>`).
+pub fn configure(health: Health) -> impl FnOnce(&mut web::ServiceConfig) + Clone {
+    let health = web::Data::new(health);
+    move |cfg| {
+        cfg.app_data(health)
+            .route("/healthz", web::get().to(healthz))
+            .route("/readyz", web::get().to(readyz))
+            .route("/metrics", web::get().to(metrics_endpoint));
+    }
+}
+
+/// The paths [`configure`] serves, for the OpenAPI coverage test.
+pub const ROUTES: &[(&str, &str)] = &[("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics")];
+
+async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(serde_json::json!({"status": "ok"}))
+}
+
+async fn readyz(health: web::Data<Health>) -> HttpResponse {
+    match health.database.check().await {
+        Ok(()) => HttpResponse::Ok().json(serde_json::json!({
+            "status": "ready",
+            "relay_lag": health.relay.lag(),
+        })),
+        Err(error) => {
+            tracing::warn!(error = %error, "readiness check failed");
+            HttpResponse::ServiceUnavailable()
+                .json(ApiError::body("not_ready", "the database is unavailable"))
+        }
+    }
+}
+
+async fn metrics_endpoint(
+    metrics: web::Data<Arc<Metrics>>,
+    health: web::Data<Health>,
+) -> HttpResponse {
+    // The relay keeps plain atomics (it knows nothing of Prometheus); the
+    // gauges are brought up to date when they are read.
+    metrics.relay_lag_events.set(health.relay.lag());
+    metrics
+        .relay_published_total
+        .set(health.relay.published_total.load(Ordering::Relaxed));
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(metrics.render())
+}
+
+/// The default service: unknown paths get 404; a known path with another
+/// method gets 405.
+pub async fn route_not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    if req.match_pattern().is_some() {
+        return Err(ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            format!("{} is not allowed here; see /docs", req.method()),
+        ));
+    }
+    Err(ApiError::not_found(
+        "route_not_found",
+        "no such endpoint; see /docs",
+    ))
+}

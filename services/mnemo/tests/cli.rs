@@ -1,0 +1,70 @@
+//! The `mnemo` command line as a user runs it. Besides checking the CLI,
+//! this test makes `cargo test` build the `mnemo` executable, which the
+//! process suites in `tests/` start.
+
+use std::process::Command;
+
+fn mnemo() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_mnemo"))
+}
+
+#[test]
+fn help_lists_the_product_commands_and_the_lab_tools() {
+    let output = mnemo().arg("--help").output().unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8(output.stdout).unwrap();
+    for command in [
+        "serve", "token", "migrate", "forget", "reindex", "eval", "bench", "dev",
+    ] {
+        assert!(
+            help.lines()
+                .any(|line| line.trim_start().starts_with(command)),
+            "`mnemo --help` lists {command}:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn token_prints_a_jwt_for_the_data_dirs_dev_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = mnemo()
+        .args([
+            "token",
+            "--tenant",
+            "acme",
+            "--scope",
+            "memories:read",
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let token = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(token.trim().split('.').count(), 3, "a JWT: {token}");
+    assert!(
+        dir.path().join("jwt-dev.secret").is_file(),
+        "the dev secret is kept in the data dir"
+    );
+}
+
+#[test]
+fn an_unknown_scope_is_refused_with_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = mnemo()
+        .args([
+            "token",
+            "--tenant",
+            "acme",
+            "--scope",
+            "everything",
+            "--data-dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let error = String::from_utf8(output.stderr).unwrap();
+    assert!(error.contains("unknown scope everything"), "{error}");
+    assert!(error.contains("memories:read"), "{error}");
+}

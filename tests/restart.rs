@@ -1,0 +1,205 @@
+//! A killed `mnemo serve` loses and duplicates nothing: the server runs as a
+//! child process, gets a burst of conversations, is killed with SIGKILL in
+//! the middle of consolidating them, and is started again on the same data
+//! dir. Every expected memory then exists exactly once.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const SUBJECTS: usize = 30;
+const FACTS: [&str; 10] = [
+    "I love green tea",
+    "I love hiking in the Alps",
+    "I love jazz records",
+    "I love sourdough baking",
+    "I love chess problems",
+    "I love watercolor painting",
+    "I love marathon running",
+    "I love Korean cinema",
+    "I love vintage motorcycles",
+    "I love birdwatching at dawn",
+];
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+use mnemo_tests::free_port;
+
+fn start(dir: &std::path::Path, config: &std::path::Path, port: u16) -> Server {
+    let child = Command::new(mnemo_tests::binary("mnemo"))
+        .args([
+            "serve",
+            "--data-dir",
+            dir.to_str().unwrap(),
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .env("MNEMO_CONFIG", config)
+        .env("MNEMO_EMBEDDER", "lexical")
+        .env("MNEMO_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mnemo starts");
+    Server { child, port }
+}
+
+async fn wait_healthy(client: &reqwest::Client, port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(response) = client
+            .get(format!("http://127.0.0.1:{port}/healthz"))
+            .send()
+            .await
+        {
+            if response.status() == 200 {
+                return;
+            }
+        }
+        assert!(Instant::now() < deadline, "server never became healthy");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn token(dir: &std::path::Path) -> String {
+    let output = Command::new(mnemo_tests::binary("mnemo"))
+        .args([
+            "token",
+            "--data-dir",
+            dir.to_str().unwrap(),
+            "--tenant",
+            "acme",
+            "--scope",
+            "all",
+        ])
+        .output()
+        .expect("mnemo token runs");
+    assert!(output.status.success());
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+async fn memories(client: &reqwest::Client, port: u16, token: &str, subject: &str) -> Vec<Value> {
+    let body: Value = client
+        .get(format!("http://127.0.0.1:{port}/v1/subjects/{subject}/memories?limit=500&state=active,archived,superseded,pending_review"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    body["memories"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn sigkill_mid_consolidation_loses_and_duplicates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("test.toml");
+    // Batches of 10 trigger consolidation as messages arrive; a strict
+    // similarity threshold keeps the ten different facts apart.
+    std::fs::write(
+        &config,
+        "[consolidation.default]\nbatch_size = 10\nidle_timeout = 1\nsimilarity_threshold = 0.97\n",
+    )
+    .unwrap();
+    let client = reqwest::Client::new();
+    let port = free_port();
+    let mut server = start(dir.path(), &config, port);
+    wait_healthy(&client, port).await;
+    let token = token(dir.path());
+
+    for subject in 0..SUBJECTS {
+        let messages: Vec<Value> = FACTS
+            .iter()
+            .enumerate()
+            .map(|(i, fact)| json!({"role": "user", "content": format!("{fact}."), "id": format!("m{i}"), "session": "s1"}))
+            .collect();
+        let response = client
+            .post(format!(
+                "http://127.0.0.1:{port}/v1/subjects/subject-{subject}/messages"
+            ))
+            .bearer_auth(&token)
+            .json(&json!({ "messages": messages }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 202);
+    }
+    // Kill as soon as the first memory is in the log, long before all are:
+    // watch the database file directly (WAL allows a reader beside the server).
+    let database = dir.path().join("mnemo.db");
+    let created = || async {
+        let options = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(&database)
+            .read_only(true);
+        let mut connection = <sqlx::SqliteConnection as sqlx::Connection>::connect_with(&options)
+            .await
+            .unwrap();
+        let count: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM events WHERE event_type = 'MemoryCreated'")
+                .fetch_one(&mut connection)
+                .await
+                .unwrap();
+        count as usize
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while created().await == 0 {
+        assert!(Instant::now() < deadline, "consolidation never started");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let at_kill = created().await;
+    assert!(
+        at_kill < SUBJECTS * FACTS.len(),
+        "the kill came after consolidation finished ({at_kill} memories): nothing was tested"
+    );
+
+    let port = free_port();
+    server = start(dir.path(), &config, port);
+    server.port = port;
+    wait_healthy(&client, port).await;
+
+    // After the restart every subject converges to exactly its ten memories.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for subject in 0..SUBJECTS {
+        let name = format!("subject-{subject}");
+        loop {
+            let found = memories(&client, server.port, &token, &name).await;
+            if found.len() >= FACTS.len() {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let found = memories(&client, server.port, &token, &name).await;
+                let mut texts: Vec<String> = found
+                    .iter()
+                    .map(|m| m["content"].as_str().unwrap().to_lowercase())
+                    .collect();
+                texts.sort();
+                texts.dedup();
+                assert_eq!(
+                    found.len(),
+                    FACTS.len(),
+                    "{name}: duplicated memories: {texts:?}"
+                );
+                assert_eq!(texts.len(), FACTS.len(), "{name}: {texts:?}");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name} never got all its memories: {}",
+                found.len()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    assert_eq!(
+        created().await,
+        SUBJECTS * FACTS.len(),
+        "one MemoryCreated per fact in the log"
+    );
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+}

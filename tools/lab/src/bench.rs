@@ -1,0 +1,172 @@
+//! `mnemo bench ingest`: messages per second through `POST …/messages` over
+//! real HTTP, against a running server (`--url`, `--token`) or, by default,
+//! an embedded server started on a temporary data dir in this process.
+//! Prints figures; asserts nothing (speed is measured here, not in tests).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use mnemo_auth::{MintRequest, Minter, Scope};
+use mnemo_config::Overrides;
+use mnemo_domain::TenantId;
+use serde_json::json;
+
+#[derive(Debug, Clone)]
+pub struct IngestBench {
+    pub url: Option<String>,
+    pub token: Option<String>,
+    pub messages: usize,
+    pub batch: usize,
+    pub concurrency: usize,
+    pub subjects: usize,
+    /// Part of every message id, so repeated rounds are not idempotent no-ops.
+    pub round: usize,
+}
+
+pub struct IngestFigures {
+    pub messages: usize,
+    pub elapsed: Duration,
+    pub request_p50: Duration,
+    pub request_p99: Duration,
+}
+
+impl IngestFigures {
+    pub fn messages_per_second(&self) -> f64 {
+        self.messages as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let index = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[index]
+}
+
+/// Realistic chat lines, some with PII so the scrubber does its usual work.
+fn message_text(n: usize) -> String {
+    const LINES: [&str; 6] = [
+        "I moved to Lyon last spring and I love the food markets there",
+        "Can you remind me what we decided about the quarterly budget?",
+        "My email is jane.doe@example.com if you need to send the report",
+        "We decided to ship the beta on Friday after the review",
+        "I'm allergic to peanuts, please keep that in mind for recipes",
+        "ok thanks, sounds good",
+    ];
+    format!("{} (#{n})", LINES[n % LINES.len()])
+}
+
+pub async fn run(bench: IngestBench) -> anyhow::Result<IngestFigures> {
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(bench.concurrency)
+        .build()?;
+    let requests = bench.messages.div_ceil(bench.batch);
+    let url = Arc::new(bench.url.clone().context("url")?);
+    let token = Arc::new(bench.token.clone().context("token")?);
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut workers = Vec::new();
+    for _ in 0..bench.concurrency {
+        let (client, url, token, next, bench) = (
+            client.clone(),
+            url.clone(),
+            token.clone(),
+            next.clone(),
+            bench.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let request = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if request >= requests {
+                    return anyhow::Ok(latencies);
+                }
+                let first = request * bench.batch;
+                let messages: Vec<_> = (first..(first + bench.batch).min(bench.messages))
+                    .map(|n| json!({"role": if n % 2 == 0 { "user" } else { "assistant" }, "content": message_text(n), "id": format!("bench-{}-{n}", bench.round)}))
+                    .collect();
+                let subject = format!("bench-subject-{}", request % bench.subjects);
+                let sent = Instant::now();
+                let response = client
+                    .post(format!("{url}/v1/subjects/{subject}/messages"))
+                    .bearer_auth(token.as_str())
+                    .json(&json!({ "messages": messages }))
+                    .send()
+                    .await?;
+                anyhow::ensure!(response.status() == 202, "unexpected status {}", response.status());
+                latencies.push(sent.elapsed());
+            }
+        }));
+    }
+    let mut latencies = Vec::new();
+    for worker in workers {
+        latencies.extend(worker.await??);
+    }
+    let elapsed = started.elapsed();
+    latencies.sort();
+    Ok(IngestFigures {
+        messages: bench.messages,
+        elapsed,
+        request_p50: percentile(&latencies, 0.5),
+        request_p99: percentile(&latencies, 0.99),
+    })
+}
+
+/// Runs the benchmark against an embedded server on a temporary data dir
+/// unless a URL is given, with one or more batch sizes, and prints a table.
+pub async fn ingest(mut bench: IngestBench, batches: &[usize]) -> anyhow::Result<()> {
+    let _dir;
+    if bench.url.is_none() {
+        let dir = tempfile::tempdir()?;
+        let settings = mnemo_config::load_from(
+            &Overrides {
+                data_dir: Some(dir.path().to_owned()),
+                listen: Some("127.0.0.1:0".into()),
+                config_file: None,
+            },
+            &Default::default(),
+        )?;
+        let secret_file = settings.dev_secret_file();
+        let app = mnemo_app::Application::build(settings).await?;
+        bench.url = Some(format!("http://127.0.0.1:{}", app.port()));
+        tokio::spawn(app.run());
+        let (secret, _) = mnemo_app::secrets::load_or_create_dev_secret(&secret_file)?;
+        bench.token = Some(Minter::hs256(&secret, "mnemo", "mnemo").mint(&MintRequest {
+            tenant: TenantId::parse("bench")?,
+            actor: "bench".into(),
+            scopes: vec![Scope::MemoriesWrite],
+            subject: None,
+            ttl: Duration::from_secs(3600),
+        })?);
+        _dir = dir;
+    }
+    println!(
+        "ingest benchmark: {} messages, concurrency {}, {} subjects, {}",
+        bench.messages,
+        bench.concurrency,
+        bench.subjects,
+        bench.url.as_deref().unwrap_or_default()
+    );
+    println!("| batch | messages/s | requests/s | request p50 | request p99 | elapsed |");
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for (round, batch) in batches.iter().enumerate() {
+        let figures = run(IngestBench {
+            batch: *batch,
+            round,
+            ..bench.clone()
+        })
+        .await?;
+        println!(
+            "| {} | {:.0} | {:.0} | {:.1} ms | {:.1} ms | {:.2} s |",
+            batch,
+            figures.messages_per_second(),
+            figures.messages_per_second() / *batch as f64,
+            figures.request_p50.as_secs_f64() * 1000.0,
+            figures.request_p99.as_secs_f64() * 1000.0,
+            figures.elapsed.as_secs_f64(),
+        );
+    }
+    Ok(())
+}
