@@ -37,6 +37,19 @@ pub enum ReadModelError {
     Backend(String),
 }
 
+impl ReadModelError {
+    /// A stable name for logs, metrics and whatever error body a caller
+    /// builds: unlike the message, it never changes with the backend's
+    /// wording, so dashboards and clients can match on it.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ReadModelError::ErasedContent => "read_model_erased_content",
+            ReadModelError::Corrupt(_) => "read_model_corrupt",
+            ReadModelError::Backend(_) => "read_model_unavailable",
+        }
+    }
+}
+
 #[async_trait]
 pub trait MemoryReadModel: Send + Sync + 'static {
     /// Writes the memory's state when it is newer than what is stored.
@@ -64,4 +77,29 @@ pub trait MemoryReadModel: Send + Sync + 'static {
         tenant: &TenantId,
         subject: &SubjectId,
     ) -> Result<u64, ReadModelError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReadModelError;
+
+    #[test]
+    fn error_codes_are_stable_and_distinct() {
+        let errors = [
+            ReadModelError::ErasedContent,
+            ReadModelError::Corrupt("kind".into()),
+            ReadModelError::Backend("connection reset".into()),
+        ];
+        let codes: Vec<&str> = errors.iter().map(ReadModelError::code).collect();
+        assert_eq!(
+            codes,
+            [
+                "read_model_erased_content",
+                "read_model_corrupt",
+                "read_model_unavailable"
+            ]
+        );
+        // The detail is for the message, never the code.
+        assert_eq!(ReadModelError::Backend("other".into()).code(), codes[2]);
+    }
 }
