@@ -57,6 +57,19 @@ pub trait MemoryReadModel: Send + Sync + 'static {
     async fn remove(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), ReadModelError>;
     async fn get(&self, tenant: &TenantId, id: &MemoryId)
         -> Result<Option<Memory>, ReadModelError>;
+    /// The tenant's memories with these ids, in one round trip where the
+    /// backend allows (a search hydrates 40 or more hits at once).
+    ///
+    /// The result follows the order of `ids`. An id with no row for this
+    /// tenant (never projected, erased, or another tenant's) is skipped, so
+    /// the result may be shorter than `ids`. An id given twice is returned
+    /// once, at its first position. No ids: an empty result, and the
+    /// database is not asked.
+    async fn get_many(
+        &self,
+        tenant: &TenantId,
+        ids: &[MemoryId],
+    ) -> Result<Vec<Memory>, ReadModelError>;
     /// A page of a subject's memories, newest first.
     async fn list(
         &self,
@@ -77,6 +90,24 @@ pub trait MemoryReadModel: Send + Sync + 'static {
         tenant: &TenantId,
         subject: &SubjectId,
     ) -> Result<u64, ReadModelError>;
+}
+
+/// `ids` without repeats, first occurrences in order: what
+/// [`MemoryReadModel::get_many`] promises to return, before the rows that
+/// are missing are left out.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn unique_in_order(ids: &[MemoryId]) -> Vec<MemoryId> {
+    let mut seen = std::collections::HashSet::with_capacity(ids.len());
+    ids.iter().copied().filter(|id| seen.insert(*id)).collect()
+}
+
+/// Puts the rows of a `get_many` query (in whatever order the database
+/// gave them) in the order of `wanted`, skipping ids that found no row.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn in_order_of(wanted: &[MemoryId], rows: Vec<Memory>) -> Vec<Memory> {
+    let mut by_id: std::collections::HashMap<MemoryId, Memory> =
+        rows.into_iter().map(|m| (m.id, m)).collect();
+    wanted.iter().filter_map(|id| by_id.remove(id)).collect()
 }
 
 #[cfg(test)]
