@@ -37,6 +37,19 @@ pub enum ReadModelError {
     Backend(String),
 }
 
+impl ReadModelError {
+    /// A stable name for logs, metrics and whatever error body a caller
+    /// builds: unlike the message, it never changes with the backend's
+    /// wording, so dashboards and clients can match on it.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ReadModelError::ErasedContent => "read_model_erased_content",
+            ReadModelError::Corrupt(_) => "read_model_corrupt",
+            ReadModelError::Backend(_) => "read_model_unavailable",
+        }
+    }
+}
+
 #[async_trait]
 pub trait MemoryReadModel: Send + Sync + 'static {
     /// Writes the memory's state when it is newer than what is stored.
@@ -44,6 +57,19 @@ pub trait MemoryReadModel: Send + Sync + 'static {
     async fn remove(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), ReadModelError>;
     async fn get(&self, tenant: &TenantId, id: &MemoryId)
         -> Result<Option<Memory>, ReadModelError>;
+    /// The tenant's memories with these ids, in one round trip where the
+    /// backend allows (a search hydrates 40 or more hits at once).
+    ///
+    /// The result follows the order of `ids`. An id with no row for this
+    /// tenant (never projected, erased, or another tenant's) is skipped, so
+    /// the result may be shorter than `ids`. An id given twice is returned
+    /// once, at its first position. No ids: an empty result, and the
+    /// database is not asked.
+    async fn get_many(
+        &self,
+        tenant: &TenantId,
+        ids: &[MemoryId],
+    ) -> Result<Vec<Memory>, ReadModelError>;
     /// A page of a subject's memories, newest first.
     async fn list(
         &self,
@@ -64,4 +90,47 @@ pub trait MemoryReadModel: Send + Sync + 'static {
         tenant: &TenantId,
         subject: &SubjectId,
     ) -> Result<u64, ReadModelError>;
+}
+
+/// `ids` without repeats, first occurrences in order: what
+/// [`MemoryReadModel::get_many`] promises to return, before the rows that
+/// are missing are left out.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn unique_in_order(ids: &[MemoryId]) -> Vec<MemoryId> {
+    let mut seen = std::collections::HashSet::with_capacity(ids.len());
+    ids.iter().copied().filter(|id| seen.insert(*id)).collect()
+}
+
+/// Puts the rows of a `get_many` query (in whatever order the database
+/// gave them) in the order of `wanted`, skipping ids that found no row.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn in_order_of(wanted: &[MemoryId], rows: Vec<Memory>) -> Vec<Memory> {
+    let mut by_id: std::collections::HashMap<MemoryId, Memory> =
+        rows.into_iter().map(|m| (m.id, m)).collect();
+    wanted.iter().filter_map(|id| by_id.remove(id)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReadModelError;
+
+    #[test]
+    fn error_codes_are_stable_and_distinct() {
+        let errors = [
+            ReadModelError::ErasedContent,
+            ReadModelError::Corrupt("kind".into()),
+            ReadModelError::Backend("connection reset".into()),
+        ];
+        let codes: Vec<&str> = errors.iter().map(ReadModelError::code).collect();
+        assert_eq!(
+            codes,
+            [
+                "read_model_erased_content",
+                "read_model_corrupt",
+                "read_model_unavailable"
+            ]
+        );
+        // The detail is for the message, never the code.
+        assert_eq!(ReadModelError::Backend("other".into()).code(), codes[2]);
+    }
 }

@@ -18,7 +18,7 @@ use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::Row;
 
-use crate::{MemoryFilter, MemoryReadModel, ReadModelError};
+use crate::{in_order_of, unique_in_order, MemoryFilter, MemoryReadModel, ReadModelError};
 
 #[derive(Clone)]
 pub struct PostgresMemoryReadModel {
@@ -164,6 +164,32 @@ impl MemoryReadModel for PostgresMemoryReadModel {
         .map_err(backend)?;
         tx.commit().await.map_err(backend)?;
         row.as_ref().map(decode).transpose()
+    }
+
+    async fn get_many(
+        &self,
+        tenant: &TenantId,
+        ids: &[MemoryId],
+    ) -> Result<Vec<Memory>, ReadModelError> {
+        let wanted = unique_in_order(ids);
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One array parameter, whatever the count: no bound-parameter limit
+        // to chunk around, and one statement plan for every batch size.
+        let keys: Vec<String> = wanted.iter().map(ToString::to_string).collect();
+        let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM memories WHERE tenant_id = $1 AND memory_id = ANY($2)"
+        ))
+        .bind(tenant.as_str())
+        .bind(&keys)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        let memories = rows.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
+        Ok(in_order_of(&wanted, memories))
     }
 
     async fn list(

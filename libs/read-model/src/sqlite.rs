@@ -9,7 +9,14 @@ use mnemo_domain::{
 };
 use sqlx::{Row, SqlitePool};
 
-use crate::{MemoryFilter, MemoryReadModel, ReadModelError};
+use crate::{in_order_of, unique_in_order, MemoryFilter, MemoryReadModel, ReadModelError};
+
+/// Ids bound in one `get_many` statement. SQLite refuses a statement with
+/// more bound parameters than `SQLITE_MAX_VARIABLE_NUMBER`: 32 766 in the
+/// SQLite sqlx bundles, but 999 in builds before 3.32, which a system
+/// library may still be. One parameter is the tenant, so 998 ids stay under
+/// either limit; a search asks for at most a few hundred.
+const GET_MANY_CHUNK: usize = 998;
 
 #[derive(Clone)]
 pub struct SqliteMemoryReadModel {
@@ -19,6 +26,40 @@ pub struct SqliteMemoryReadModel {
 impl SqliteMemoryReadModel {
     pub fn new(pool: SqlitePool) -> Self {
         SqliteMemoryReadModel { pool }
+    }
+
+    /// [`MemoryReadModel::get_many`] with `chunk` ids per statement, so the
+    /// tests can cross a chunk boundary without writing a thousand rows.
+    async fn get_many_in_chunks(
+        &self,
+        tenant: &TenantId,
+        ids: &[MemoryId],
+        chunk: usize,
+    ) -> Result<Vec<Memory>, ReadModelError> {
+        let wanted = unique_in_order(ids);
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut rows = Vec::with_capacity(wanted.len());
+        for part in wanted.chunks(chunk) {
+            let mut builder = sqlx::QueryBuilder::new("SELECT * FROM memories WHERE tenant_id = ");
+            builder.push_bind(tenant.as_str());
+            builder.push(" AND memory_id IN (");
+            let mut list = builder.separated(", ");
+            for id in part {
+                list.push_bind(id.to_string());
+            }
+            builder.push(")");
+            let found = builder
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(backend)?;
+            for row in &found {
+                rows.push(decode(row)?);
+            }
+        }
+        Ok(in_order_of(&wanted, rows))
     }
 }
 
@@ -179,6 +220,14 @@ impl MemoryReadModel for SqliteMemoryReadModel {
         row.as_ref().map(decode).transpose()
     }
 
+    async fn get_many(
+        &self,
+        tenant: &TenantId,
+        ids: &[MemoryId],
+    ) -> Result<Vec<Memory>, ReadModelError> {
+        self.get_many_in_chunks(tenant, ids, GET_MANY_CHUNK).await
+    }
+
     async fn list(
         &self,
         tenant: &TenantId,
@@ -290,5 +339,65 @@ impl MemoryReadModel for SqliteMemoryReadModel {
             .map_err(backend)?;
         tx.commit().await.map_err(backend)?;
         Ok(deleted.rows_affected())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Chunks of two over five ids (one missing, one repeated): the chunks'
+    /// rows come back merged and in the order asked.
+    #[tokio::test]
+    async fn get_many_merges_chunks_in_the_order_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = mnemo_event_store::sqlite::connect(&dir.path().join("m.db"))
+            .await
+            .unwrap();
+        let model = SqliteMemoryReadModel::new(pool);
+        let tenant = TenantId::parse("t1").unwrap();
+        let mut written = Vec::new();
+        for content in ["one", "two", "three", "four"] {
+            let memory = Memory {
+                id: MemoryId::new(),
+                subject: SubjectId::parse("s1").unwrap(),
+                kind: MemoryKind::Fact,
+                content: SubjectText::new(content),
+                tags: Vec::new(),
+                confidence: 0.9,
+                importance: 0.5,
+                state: MemoryState::Active,
+                version: 1,
+                provenance: Provenance {
+                    source_event_ids: Vec::new(),
+                    producer: mnemo_domain::Producer::api(),
+                },
+                session: None,
+                agent: None,
+                reinforcements: 0,
+                superseded_by: None,
+                relations: Vec::new(),
+                created_at: Utc::now(),
+                updated_at: Utc::now(),
+            };
+            model.upsert(&tenant, &memory).await.unwrap();
+            written.push(memory.id);
+        }
+        let ids = [
+            written[3],
+            MemoryId::new(),
+            written[0],
+            written[3],
+            written[2],
+            written[1],
+        ];
+        let got: Vec<MemoryId> = model
+            .get_many_in_chunks(&tenant, &ids, 2)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| m.id)
+            .collect();
+        assert_eq!(got, [written[3], written[0], written[2], written[1]]);
     }
 }

@@ -5,7 +5,7 @@
 mod cases;
 
 use cases::memory;
-use mnemo_domain::{MemoryKind, TenantId};
+use mnemo_domain::{MemoryId, MemoryKind, TenantId};
 use mnemo_pg::testsupport::TestDatabase;
 use mnemo_pg::{APP_ROLE, SYSTEM_ROLE};
 use mnemo_read_model::postgres::PostgresMemoryReadModel;
@@ -19,6 +19,16 @@ async fn model() -> (TestDatabase, PostgresMemoryReadModel) {
 }
 
 read_model_cases!(model);
+
+/// No ids, no transaction: a closed pool would fail any statement.
+#[tokio::test]
+async fn get_many_of_no_ids_does_not_touch_the_database() {
+    let (db, model) = model().await;
+    db.tenant_pool().close().await;
+    let t = TenantId::parse("t1").unwrap();
+    assert!(model.get_many(&t, &[MemoryId::new()]).await.is_err());
+    assert!(model.get_many(&t, &[]).await.unwrap().is_empty());
+}
 
 #[tokio::test]
 async fn rows_are_visible_to_their_tenant_only_and_content_never_to_the_system_role() {

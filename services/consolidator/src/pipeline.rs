@@ -317,14 +317,20 @@ impl Pipeline {
             )
             .await
             .map_err(|e| PipelineError::Index(e.to_string()))?;
+        let ids: Vec<MemoryId> = hits.iter().map(|hit| hit.id).collect();
+        // One read for the 20 rows: this runs once per candidate of a batch.
+        let mut rows: std::collections::HashMap<MemoryId, mnemo_domain::Memory> = self
+            .read_model
+            .get_many(tenant, &ids)
+            .await
+            .map_err(|e| PipelineError::Index(e.to_string()))?
+            .into_iter()
+            .map(|memory| (memory.id, memory))
+            .collect();
         let mut existing = Vec::with_capacity(hits.len());
         for hit in hits {
-            let Some(memory) = self
-                .read_model
-                .get(tenant, &hit.id)
-                .await
-                .map_err(|e| PipelineError::Index(e.to_string()))?
-            else {
+            // The index returns a point once: its row is taken, not cloned.
+            let Some(memory) = rows.remove(&hit.id) else {
                 continue;
             };
             let Some(content) = memory.content.as_text() else {

@@ -6,11 +6,11 @@ use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use mnemo_auth::{Principal, Scope};
 use mnemo_bus::{topics, OutgoingRecord};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use mnemo_domain::events::RelationKind;
 use mnemo_domain::signals::AccessSignal;
-use mnemo_domain::{MemoryId, MemoryKind, MemoryState, SubjectId};
+use mnemo_domain::{Memory, MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
 use mnemo_http::views::MemoryView;
 use mnemo_http::{ApiError, Authenticated};
 use mnemo_vector_index::{SearchFilter, SearchMode, SearchRequest};
@@ -196,15 +196,13 @@ pub async fn find(
         .search(tenant, &request)
         .await
         .map_err(ApiError::unavailable)?;
+    let mut rows = hydrate(state, tenant, hits.iter().map(|hit| hit.id)).await?;
     let mut candidates = Vec::with_capacity(hits.len());
     for hit in hits {
-        // A point whose row is gone (erased, or not projected yet) is skipped.
-        let Some(memory) = state
-            .read_model
-            .get(tenant, &hit.id)
-            .await
-            .map_err(ApiError::unavailable)?
-        else {
+        // A point whose row is gone (erased, or not projected yet) is
+        // skipped. The index returns a point once, so `remove` takes each
+        // row for its only hit.
+        let Some(memory) = rows.remove(&hit.id) else {
             continue;
         };
         candidates.push(Candidate {
@@ -238,6 +236,23 @@ pub async fn find(
     Ok(found)
 }
 
+/// The tenant's rows for these ids, by id, in one read-model call: search
+/// asks for 40 or more at a time, and a call per id was a round trip (a
+/// transaction, on PostgreSQL) per hit. Ids with no row are absent.
+async fn hydrate(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    ids: impl IntoIterator<Item = MemoryId>,
+) -> Result<HashMap<MemoryId, Memory>, ApiError> {
+    let ids: Vec<MemoryId> = ids.into_iter().collect();
+    let rows = state
+        .read_model
+        .get_many(tenant, &ids)
+        .await
+        .map_err(ApiError::unavailable)?;
+    Ok(rows.into_iter().map(|memory| (memory.id, memory)).collect())
+}
+
 /// The memories that explain the hits: for each hit, the `from` end of its
 /// premise and cause edges (where the hit is `to`), then theirs, up to
 /// `depth` hops, breadth first. They come after the hits and displace none;
@@ -257,63 +272,69 @@ async fn expand(
     // (index into hits or extras, is_extra)
     let mut frontier: Vec<(bool, usize)> = (0..hits.len()).map(|i| (false, i)).collect();
     for _ in 0..depth {
-        let mut next = Vec::new();
-        for (is_extra, index) in frontier {
+        if extras.len() >= k {
+            return Ok(extras);
+        }
+        // All the hop's edges first, parent by parent, so their rows come
+        // in one read-model call; they are then followed in that order, so
+        // the cap of k still keeps the earliest parents' explanations.
+        let mut edges = Vec::new();
+        for &(is_extra, index) in &frontier {
             let parent = if is_extra {
                 &extras[index]
             } else {
                 &hits[index]
             };
-            let edges: Vec<_> = parent
+            for edge in parent
                 .memory
                 .relations
                 .iter()
                 .filter(|r| r.to == parent.memory.id && r.relation.explains())
-                .cloned()
-                .collect();
-            let (parent_id, parent_parts) = (parent.memory.id, parent.parts.clone());
-            for edge in edges {
-                if extras.len() >= k {
-                    return Ok(extras);
+            {
+                if seen.insert(edge.from) {
+                    edges.push((edge.clone(), parent.memory.id, parent.parts.clone()));
                 }
-                if !seen.insert(edge.from) {
-                    continue;
-                }
-                let Some(memory) = state
-                    .read_model
-                    .get(&principal.tenant, &edge.from)
-                    .await
-                    .map_err(ApiError::unavailable)?
-                else {
-                    continue;
-                };
-                let live = matches!(memory.state, MemoryState::Active | MemoryState::Archived);
-                if &memory.subject != subject || !live || memory.content.as_text().is_none() {
-                    continue;
-                }
-                let weight = f64::from(edge.confidence);
-                let parts = crate::ranking::ScoreParts {
-                    relevance: parent_parts.relevance * weight,
-                    recency: 0.0,
-                    importance: f64::from(memory.importance),
-                    combined: parent_parts.combined * weight,
-                    redundancy: 0.0,
-                    final_score: parent_parts.final_score * weight,
-                };
-                extras.push(Found {
-                    memory,
-                    parts,
-                    fused: 0.0,
-                    dense_rank: None,
-                    sparse_rank: None,
-                    dense_similarity: None,
-                    via: Some(Via {
-                        relation: edge.relation,
-                        of: parent_id,
-                    }),
-                });
-                next.push((true, extras.len() - 1));
             }
+        }
+        if edges.is_empty() {
+            break;
+        }
+        let mut rows =
+            hydrate(state, &principal.tenant, edges.iter().map(|(e, ..)| e.from)).await?;
+        let mut next = Vec::new();
+        for (edge, parent_id, parent_parts) in edges {
+            if extras.len() >= k {
+                return Ok(extras);
+            }
+            let Some(memory) = rows.remove(&edge.from) else {
+                continue;
+            };
+            let live = matches!(memory.state, MemoryState::Active | MemoryState::Archived);
+            if &memory.subject != subject || !live || memory.content.as_text().is_none() {
+                continue;
+            }
+            let weight = f64::from(edge.confidence);
+            let parts = crate::ranking::ScoreParts {
+                relevance: parent_parts.relevance * weight,
+                recency: 0.0,
+                importance: f64::from(memory.importance),
+                combined: parent_parts.combined * weight,
+                redundancy: 0.0,
+                final_score: parent_parts.final_score * weight,
+            };
+            extras.push(Found {
+                memory,
+                parts,
+                fused: 0.0,
+                dense_rank: None,
+                sparse_rank: None,
+                dense_similarity: None,
+                via: Some(Via {
+                    relation: edge.relation,
+                    of: parent_id,
+                }),
+            });
+            next.push((true, extras.len() - 1));
         }
         if next.is_empty() {
             break;

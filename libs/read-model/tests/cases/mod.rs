@@ -196,6 +196,85 @@ pub async fn round_trips_every_field(model: &dyn MemoryReadModel) {
     assert_eq!(model.get(&t, &m.id).await.unwrap(), Some(m));
 }
 
+fn ids(memories: &[Memory]) -> Vec<MemoryId> {
+    memories.iter().map(|m| m.id).collect()
+}
+
+/// Three memories written in one order and asked for in another: the
+/// answer follows the ids asked, not the write order nor the id order.
+pub async fn get_many_keeps_the_order_of_the_ids(model: &dyn MemoryReadModel) {
+    let t = TenantId::parse("t1").unwrap();
+    let written: Vec<Memory> = ["one", "two", "three"]
+        .into_iter()
+        .map(|c| memory("s1", MemoryKind::Fact, c, &["x"]))
+        .collect();
+    for m in &written {
+        model.upsert(&t, m).await.unwrap();
+    }
+    let asked = [written[1].id, written[2].id, written[0].id];
+    let got = model.get_many(&t, &asked).await.unwrap();
+    assert_eq!(ids(&got), asked);
+    let one = model.get(&t, &written[1].id).await.unwrap();
+    assert_eq!(
+        one.as_ref(),
+        got.first(),
+        "whole rows, as `get` returns them"
+    );
+}
+
+pub async fn get_many_skips_missing_ids(model: &dyn MemoryReadModel) {
+    let t = TenantId::parse("t1").unwrap();
+    let kept = memory("s1", MemoryKind::Fact, "kept", &[]);
+    let removed = memory("s1", MemoryKind::Fact, "removed", &[]);
+    model.upsert(&t, &kept).await.unwrap();
+    model.upsert(&t, &removed).await.unwrap();
+    model.remove(&t, &removed.id).await.unwrap();
+    let never = MemoryId::new();
+    let got = model
+        .get_many(&t, &[never, removed.id, kept.id, MemoryId::new()])
+        .await
+        .unwrap();
+    assert_eq!(ids(&got), [kept.id]);
+    assert!(model.get_many(&t, &[never]).await.unwrap().is_empty());
+}
+
+pub async fn get_many_returns_only_the_tenants_rows(model: &dyn MemoryReadModel) {
+    let a = TenantId::parse("a").unwrap();
+    let b = TenantId::parse("b").unwrap();
+    let of_a = memory("s1", MemoryKind::Fact, "a's", &[]);
+    let of_b = memory("s1", MemoryKind::Fact, "b's", &[]);
+    model.upsert(&a, &of_a).await.unwrap();
+    model.upsert(&b, &of_b).await.unwrap();
+    let asked = [of_b.id, of_a.id];
+    assert_eq!(ids(&model.get_many(&a, &asked).await.unwrap()), [of_a.id]);
+    assert_eq!(ids(&model.get_many(&b, &asked).await.unwrap()), [of_b.id]);
+    let c = TenantId::parse("c").unwrap();
+    assert!(model.get_many(&c, &asked).await.unwrap().is_empty());
+}
+
+pub async fn get_many_of_no_ids_is_empty(model: &dyn MemoryReadModel) {
+    let t = TenantId::parse("t1").unwrap();
+    model
+        .upsert(&t, &memory("s1", MemoryKind::Fact, "x", &[]))
+        .await
+        .unwrap();
+    assert!(model.get_many(&t, &[]).await.unwrap().is_empty());
+}
+
+/// A repeated id comes back once, where it was first asked for.
+pub async fn get_many_returns_a_repeated_id_once(model: &dyn MemoryReadModel) {
+    let t = TenantId::parse("t1").unwrap();
+    let first = memory("s1", MemoryKind::Fact, "first", &[]);
+    let second = memory("s1", MemoryKind::Fact, "second", &[]);
+    model.upsert(&t, &first).await.unwrap();
+    model.upsert(&t, &second).await.unwrap();
+    let got = model
+        .get_many(&t, &[second.id, first.id, second.id, first.id, second.id])
+        .await
+        .unwrap();
+    assert_eq!(ids(&got), [second.id, first.id]);
+}
+
 /// One `#[tokio::test]` per case. `$fixture` is an async fn returning
 /// `(guard, model)`: the guard keeps the storage alive for the test.
 #[macro_export]
@@ -207,6 +286,11 @@ macro_rules! read_model_cases {
             erased_content_is_refused_and_subjects_are_deleted,
             subjects_are_scanned_across_tenants_in_pages,
             round_trips_every_field,
+            get_many_keeps_the_order_of_the_ids,
+            get_many_skips_missing_ids,
+            get_many_returns_only_the_tenants_rows,
+            get_many_of_no_ids_is_empty,
+            get_many_returns_a_repeated_id_once,
         );
     };
     (@cases $fixture:path; $($case:ident),* $(,)?) => {

@@ -1,0 +1,289 @@
+//! How many read-model calls a search costs: hits are hydrated with one
+//! `get_many`, and graph expansion with one per hop, never a `get` per id.
+//! A real SQLite read model (behind a counting wrapper), embedded vector
+//! index and lexical embedder; `find` is the code path the search and
+//! context endpoints run.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use mnemo_auth::{Principal, Scope};
+use mnemo_domain::events::RelationKind;
+use mnemo_domain::{
+    Memory, MemoryId, MemoryKind, MemoryRelation, MemoryState, Producer, Provenance, SubjectId,
+    SubjectText, TenantId,
+};
+use mnemo_embed::LexicalEmbedder;
+use mnemo_read_model::sqlite::SqliteMemoryReadModel;
+use mnemo_read_model::{MemoryFilter, MemoryReadModel, ReadModelError};
+use mnemo_retriever::search::{find, Found, Mode};
+use mnemo_retriever::RetrieverState;
+use mnemo_vector_index::{EdgeVectorIndex, Point, SearchFilter};
+
+const DIMENSION: usize = 64;
+
+/// The SQLite read model, counting the reads search may make.
+struct Counting {
+    inner: SqliteMemoryReadModel,
+    gets: AtomicUsize,
+    get_manys: AtomicUsize,
+}
+
+#[async_trait]
+impl MemoryReadModel for Counting {
+    async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError> {
+        self.inner.upsert(tenant, memory).await
+    }
+
+    async fn remove(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), ReadModelError> {
+        self.inner.remove(tenant, id).await
+    }
+
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        id: &MemoryId,
+    ) -> Result<Option<Memory>, ReadModelError> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
+        self.inner.get(tenant, id).await
+    }
+
+    async fn get_many(
+        &self,
+        tenant: &TenantId,
+        ids: &[MemoryId],
+    ) -> Result<Vec<Memory>, ReadModelError> {
+        self.get_manys.fetch_add(1, Ordering::SeqCst);
+        self.inner.get_many(tenant, ids).await
+    }
+
+    async fn list(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        filter: &MemoryFilter,
+    ) -> Result<Vec<Memory>, ReadModelError> {
+        self.inner.list(tenant, subject, filter).await
+    }
+
+    async fn subjects(
+        &self,
+        after: Option<(TenantId, SubjectId)>,
+        limit: u32,
+    ) -> Result<Vec<(TenantId, SubjectId)>, ReadModelError> {
+        self.inner.subjects(after, limit).await
+    }
+
+    async fn delete_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, ReadModelError> {
+        self.inner.delete_subject(tenant, subject).await
+    }
+}
+
+impl Counting {
+    /// (`get` calls, `get_many` calls) since the last reset.
+    fn take(&self) -> (usize, usize) {
+        (
+            self.gets.swap(0, Ordering::SeqCst),
+            self.get_manys.swap(0, Ordering::SeqCst),
+        )
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    state: RetrieverState,
+    read_model: Arc<Counting>,
+    embedder: LexicalEmbedder,
+    tenant: TenantId,
+    subject: SubjectId,
+}
+
+impl Fixture {
+    async fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = mnemo_event_store::sqlite::connect(&dir.path().join("m.db"))
+            .await
+            .unwrap();
+        let store = mnemo_event_store::sqlite::SqliteEventStore::new(pool.clone())
+            .await
+            .unwrap();
+        let cipher =
+            mnemo_crypto::SubjectCipher::new(Arc::new(mnemo_crypto::MemorySubjectKeyStore::new()));
+        let read_model = Arc::new(Counting {
+            inner: SqliteMemoryReadModel::new(pool.clone()),
+            gets: AtomicUsize::new(0),
+            get_manys: AtomicUsize::new(0),
+        });
+        let index = EdgeVectorIndex::open(&dir.path().join("vectors"), DIMENSION).unwrap();
+        let embedder = LexicalEmbedder::new(DIMENSION);
+        let state = RetrieverState {
+            log: mnemo_event_store::sealed::SealedLog::new(Arc::new(store), Arc::new(cipher)),
+            read_model: read_model.clone(),
+            metrics: Arc::new(mnemo_telemetry::Metrics::new().unwrap()),
+            embedder: Arc::new(embedder.clone()),
+            index: Arc::new(index),
+            bus: Arc::new(mnemo_bus::in_process::InProcessBus::new(pool, 1)),
+            ranking: Default::default(),
+            rrf_k: mnemo_retriever::DEFAULT_RRF_K,
+            llm_pricing: Default::default(),
+            consolidation: Arc::new(Default::default()),
+        };
+        Fixture {
+            _dir: dir,
+            state,
+            read_model,
+            embedder,
+            tenant: TenantId::parse("t1").unwrap(),
+            subject: SubjectId::parse("s1").unwrap(),
+        }
+    }
+
+    fn memory(&self, content: &str) -> Memory {
+        Memory {
+            id: MemoryId::new(),
+            subject: self.subject.clone(),
+            kind: MemoryKind::Fact,
+            content: SubjectText::new(content),
+            tags: Vec::new(),
+            confidence: 0.9,
+            importance: 0.5,
+            state: MemoryState::Active,
+            version: 1,
+            provenance: Provenance {
+                source_event_ids: Vec::new(),
+                producer: Producer::api(),
+            },
+            session: None,
+            agent: None,
+            reinforcements: 0,
+            superseded_by: None,
+            relations: Vec::new(),
+            created_at: Utc::now(),
+            updated_at: Utc::now(),
+        }
+    }
+
+    /// Writes the memory to the read model, the index, or both: a hit with
+    /// no row and a row with no point are both states search meets.
+    async fn add(&self, memory: &Memory, in_read_model: bool, indexed: bool) {
+        if in_read_model {
+            self.read_model.upsert(&self.tenant, memory).await.unwrap();
+        }
+        if indexed {
+            let text = memory.content.as_text().unwrap().to_owned();
+            let point = Point {
+                id: memory.id,
+                dense: self.embedder.embed_one(&text),
+                text,
+                payload: mnemo_retriever::projection::payload_of(&self.tenant, memory),
+            };
+            self.state
+                .index
+                .upsert(&self.tenant, vec![point])
+                .await
+                .unwrap();
+        }
+    }
+
+    /// A search as the endpoint runs it (live memories of the subject,
+    /// expansion two hops deep), without HTTP.
+    async fn search(&self, query: &str, k: usize, mode: Mode) -> Vec<Found> {
+        let principal = Principal {
+            tenant: self.tenant.clone(),
+            actor: "test".into(),
+            scopes: BTreeSet::from([Scope::MemoriesRead]),
+            subject: None,
+            token_id: None,
+        };
+        let filter = SearchFilter {
+            subject: Some(self.subject.clone()),
+            states: vec![MemoryState::Active],
+            ..Default::default()
+        };
+        find(
+            &self.state,
+            &principal,
+            &self.subject,
+            query,
+            k,
+            mode,
+            filter,
+            2,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("search failed: {e:?}"))
+    }
+}
+
+#[tokio::test]
+async fn search_with_k_10_hydrates_its_hits_with_one_read_model_call() {
+    let fx = Fixture::new().await;
+    let mut written = Vec::new();
+    for i in 0..15 {
+        let memory = fx.memory(&format!("drinks green tea, note {i}"));
+        fx.add(&memory, true, true).await;
+        written.push(memory);
+    }
+    // Indexed but not projected yet: a hit with no row, left out.
+    let unprojected = fx.memory("drinks green tea, not projected");
+    fx.add(&unprojected, false, true).await;
+    fx.read_model.take();
+
+    let found = fx.search("green tea", 10, Mode::Hybrid).await;
+
+    assert_eq!(found.len(), 10);
+    let (gets, get_manys) = fx.read_model.take();
+    assert_eq!(gets, 0, "no read-model `get` per hit");
+    assert_eq!(get_manys, 1, "one `get_many` for every hit");
+    let ids: BTreeSet<MemoryId> = found.iter().map(|f| f.memory.id).collect();
+    assert_eq!(ids.len(), 10, "each memory once");
+    assert!(!ids.contains(&unprojected.id));
+    for f in &found {
+        let original = written.iter().find(|m| m.id == f.memory.id).unwrap();
+        assert_eq!(f.memory.content, original.content, "the hit's own row");
+        assert!(f.via.is_none());
+    }
+}
+
+/// C is the premise of B, B the premise of the only hit A: two hops, one
+/// `get_many` each, after the one for the hits.
+#[tokio::test]
+async fn expansion_reads_each_hop_with_one_read_model_call() {
+    let fx = Fixture::new().await;
+    let mut a = fx.memory("moved to Paris for the new job");
+    let mut b = fx.memory("got an offer from a startup");
+    let mut c = fx.memory("finished a degree in robotics");
+    let premise = |from: &Memory, to: &Memory| MemoryRelation {
+        from: from.id,
+        to: to.id,
+        relation: RelationKind::Premise,
+        confidence: 0.8,
+    };
+    let (b_of_a, c_of_b) = (premise(&b, &a), premise(&c, &b));
+    a.relations = vec![b_of_a.clone()];
+    b.relations = vec![b_of_a, c_of_b.clone()];
+    c.relations = vec![c_of_b];
+    fx.add(&a, true, true).await;
+    fx.add(&b, true, false).await;
+    fx.add(&c, true, false).await;
+    fx.read_model.take();
+
+    let found = fx.search("Paris", 10, Mode::Keyword).await;
+
+    let order: Vec<(MemoryId, Option<MemoryId>)> = found
+        .iter()
+        .map(|f| (f.memory.id, f.via.map(|via| via.of)))
+        .collect();
+    assert_eq!(
+        order,
+        [(a.id, None), (b.id, Some(a.id)), (c.id, Some(b.id))]
+    );
+    assert_eq!(fx.read_model.take(), (0, 3), "(gets, get_manys)");
+}
