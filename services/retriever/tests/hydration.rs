@@ -131,7 +131,7 @@ impl Fixture {
             index: Arc::new(index),
             bus: Arc::new(mnemo_bus::in_process::InProcessBus::new(pool, 1)),
             ranking: Default::default(),
-            rrf_k: mnemo_retriever::DEFAULT_RRF_K,
+            rrf_k: mnemo_vector_index::DEFAULT_RRF_K,
             llm_pricing: Default::default(),
             consolidation: Arc::new(Default::default()),
         };
