@@ -7,13 +7,15 @@
 //! per-event list of fields that could drift.
 
 pub mod consolidation;
+pub mod error;
 pub mod events;
 pub mod forgetting;
 pub mod ids;
 pub mod memory;
 pub mod text;
 
-pub use events::{DomainEvent, EventMetadata, NewEvent, RecordedEvent};
+pub use error::{Classified, ErrorClass};
+pub use events::{DomainEvent, EventMetadata, EventType, NewEvent, RecordedEvent};
 pub use ids::{AgentId, ErasureId, EventId, IdError, MemoryId, SessionId, SubjectId, TenantId};
 pub use memory::{
     importance_for, Memory, MemoryKind, MemoryRelation, MemoryState, Producer, Provenance,
