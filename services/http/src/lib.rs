@@ -4,7 +4,9 @@
 //! typed path extractors ([`paths`]), the counted log the services append
 //! through ([`CountedLog`]), JSON/path/query extractor configs that turn bad
 //! input into 4xx JSON errors, a middleware for request spans and metrics,
-//! and the OpenAPI document. Only `services/` know about actix-web.
+//! and the OpenAPI document. Only `services/` know about actix-web; errors
+//! reach HTTP through their [`mnemo_domain::ErrorClass`], mapped in
+//! [`error`] alone.
 
 pub mod appends;
 pub mod auth;

@@ -354,7 +354,7 @@ pub async fn create_memory(
             .store()
             .get_event(tenant, &event_id)
             .await
-            .map_err(ApiError::from)?
+            .map_err(LogError::from)?
             .is_some_and(|e| e.event_type == "MessageReceived");
         if !known {
             return Err(ApiError::unprocessable(

@@ -10,7 +10,7 @@ use mnemo_domain::events::{streams, ExportGenerated};
 use mnemo_domain::{
     DomainEvent, ErasureId, EventId, Memory, MemoryId, MemoryKind, MemoryState, SubjectId,
 };
-use mnemo_event_store::sealed::{Decoded, Pending};
+use mnemo_event_store::sealed::{Decoded, LogError, Pending};
 use mnemo_event_store::{EventQuery, ExpectedVersion};
 use mnemo_http::context::event_metadata;
 use mnemo_http::views::{unmark, EventView, MemoryView};
@@ -371,7 +371,7 @@ pub async fn audit(
             },
         )
         .await
-        .map_err(ApiError::from)?;
+        .map_err(LogError::from)?;
     let decoded = state.log.decode_all(events).await.map_err(ApiError::from)?;
     let next_cursor = (decoded.len() as u32 == limit)
         .then(|| decoded.last().map(|d| d.recorded.global_position))

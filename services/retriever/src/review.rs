@@ -15,6 +15,7 @@ use chrono::{DateTime, Duration, Utc};
 use mnemo_auth::{Principal, Scope};
 use mnemo_domain::events::{streams, ProfileUpdated, Route};
 use mnemo_domain::{DomainEvent, EventId, MemoryId, Producer, RecordedEvent, SubjectId, TenantId};
+use mnemo_event_store::sealed::LogError;
 use mnemo_event_store::EventQuery;
 use mnemo_http::views::round4;
 use mnemo_http::{ApiError, Authenticated};
@@ -72,7 +73,7 @@ pub(crate) async fn scan(
                 },
             )
             .await
-            .map_err(ApiError::from)?;
+            .map_err(LogError::from)?;
         let full = events.len() as u32 == SCAN_CHUNK;
         for event in events {
             after = Some(event.global_position);
@@ -102,7 +103,7 @@ async fn is_pending(
         .store()
         .read_stream(tenant, &streams::review(review_id))
         .await
-        .map_err(ApiError::from)?;
+        .map_err(LogError::from)?;
     Ok(!events.iter().any(|e| e.event_type == "ReviewResolved"))
 }
 
@@ -404,7 +405,7 @@ pub async fn latest_profile(
         .store()
         .read_stream(tenant, &streams::profile(subject))
         .await
-        .map_err(ApiError::from)?;
+        .map_err(LogError::from)?;
     let Some(index) = events
         .iter()
         .rposition(|e| e.event_type == "ProfileUpdated")
