@@ -1,3 +1,5 @@
+use mnemo_domain::ErrorClass;
+
 use crate::Scope;
 
 /// Everything that can go wrong while authenticating or authorising.
@@ -65,6 +67,22 @@ impl AuthError {
     }
 }
 
+impl mnemo_domain::Classified for AuthError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            AuthError::InsufficientScope { .. } | AuthError::SubjectForbidden => {
+                ErrorClass::Forbidden
+            }
+            // A server that cannot check tokens refuses them all, as before.
+            _ => ErrorClass::Unauthenticated,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        AuthError::code(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,6 +121,13 @@ mod tests {
         for (error, code, forbidden) in table {
             assert_eq!(error.code(), code, "{error:?}");
             assert_eq!(error.is_forbidden(), forbidden, "{error:?}");
+            let class = if forbidden {
+                ErrorClass::Forbidden
+            } else {
+                ErrorClass::Unauthenticated
+            };
+            assert_eq!(mnemo_domain::Classified::class(&error), class, "{error:?}");
+            assert_eq!(mnemo_domain::Classified::code(&error), code, "{error:?}");
         }
     }
 

@@ -42,6 +42,33 @@ impl Principal {
         }
     }
 
+    /// The one check before acting: the token has `scope` and, when the
+    /// request is about a subject, may act on that subject. The scope is
+    /// checked first, so a token without it learns nothing about bindings.
+    pub fn authorize(&self, scope: Scope, subject: Option<&SubjectId>) -> Result<(), AuthError> {
+        self.require_scope(scope)?;
+        match subject {
+            Some(subject) => self.require_subject(subject),
+            None => Ok(()),
+        }
+    }
+
+    /// The subject a query over many subjects may see: the asked one (which
+    /// a bound token must match), or the token's own when it is bound and
+    /// none is asked; `None` means every subject of the tenant.
+    pub fn visible_subject(
+        &self,
+        asked: Option<SubjectId>,
+    ) -> Result<Option<SubjectId>, AuthError> {
+        match (asked, &self.subject) {
+            (Some(asked), _) => {
+                self.require_subject(&asked)?;
+                Ok(Some(asked))
+            }
+            (None, bound) => Ok(bound.clone()),
+        }
+    }
+
     pub fn is_subject_bound(&self) -> bool {
         self.subject.is_some()
     }
@@ -94,5 +121,67 @@ mod tests {
         let err = bound.require_subject(&bob).unwrap_err();
         assert_eq!(err, AuthError::SubjectForbidden);
         assert!(err.is_forbidden());
+    }
+
+    #[test]
+    fn authorize_needs_the_scope_and_the_subject() {
+        let alice = SubjectId::parse("alice-1").unwrap();
+        let bob = SubjectId::parse("bob-2").unwrap();
+        let bound = principal(&[Scope::MemoriesRead], Some("alice-1"));
+
+        assert_eq!(bound.authorize(Scope::MemoriesRead, Some(&alice)), Ok(()));
+        assert_eq!(bound.authorize(Scope::MemoriesRead, None), Ok(()));
+        assert_eq!(
+            bound.authorize(Scope::MemoriesRead, Some(&bob)),
+            Err(AuthError::SubjectForbidden)
+        );
+        assert_eq!(
+            bound.authorize(Scope::MemoriesWrite, Some(&alice)),
+            Err(AuthError::InsufficientScope {
+                required: Scope::MemoriesWrite
+            })
+        );
+        assert_eq!(
+            bound.authorize(Scope::MemoriesWrite, None),
+            Err(AuthError::InsufficientScope {
+                required: Scope::MemoriesWrite
+            })
+        );
+
+        let unbound = principal(&[Scope::MemoriesRead], None);
+        assert_eq!(unbound.authorize(Scope::MemoriesRead, Some(&bob)), Ok(()));
+    }
+
+    #[test]
+    fn authorize_checks_the_scope_before_the_subject() {
+        let bob = SubjectId::parse("bob-2").unwrap();
+        let bound = principal(&[], Some("alice-1"));
+        assert_eq!(
+            bound.authorize(Scope::GdprErase, Some(&bob)),
+            Err(AuthError::InsufficientScope {
+                required: Scope::GdprErase
+            })
+        );
+    }
+
+    #[test]
+    fn visible_subject_narrows_a_bound_token() {
+        let alice = SubjectId::parse("alice-1").unwrap();
+        let bob = SubjectId::parse("bob-2").unwrap();
+
+        let bound = principal(&[], Some("alice-1"));
+        assert_eq!(bound.visible_subject(None), Ok(Some(alice.clone())));
+        assert_eq!(
+            bound.visible_subject(Some(alice.clone())),
+            Ok(Some(alice.clone()))
+        );
+        assert_eq!(
+            bound.visible_subject(Some(bob.clone())),
+            Err(AuthError::SubjectForbidden)
+        );
+
+        let unbound = principal(&[], None);
+        assert_eq!(unbound.visible_subject(None), Ok(None));
+        assert_eq!(unbound.visible_subject(Some(bob.clone())), Ok(Some(bob)));
     }
 }

@@ -53,11 +53,15 @@ pub mod topics {
 
     /// The topic an event type is published to.
     pub fn for_event_type(event_type: &str) -> &'static str {
-        match event_type {
-            "MessageReceived" | "ConsolidationRequested" => MESSAGES,
-            "ProfileUpdated" | "ExportGenerated" | "ErasureRequested" | "SubjectErased" => {
-                SUBJECT_EVENTS
-            }
+        use mnemo_domain::EventType;
+        match EventType::parse(event_type) {
+            Some(EventType::MessageReceived | EventType::ConsolidationRequested) => MESSAGES,
+            Some(
+                EventType::ProfileUpdated
+                | EventType::ExportGenerated
+                | EventType::ErasureRequested
+                | EventType::SubjectErased,
+            ) => SUBJECT_EVENTS,
             _ => MEMORY_EVENTS,
         }
     }
@@ -139,5 +143,31 @@ mod code_tests {
     fn bus_error_codes_are_stable() {
         assert_eq!(BusError::GroupBusy("g".into()).code(), "bus_group_busy");
         assert_eq!(BusError::Backend("x".into()).code(), "bus_backend_failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mnemo_domain::EventType;
+
+    use super::topics;
+
+    #[test]
+    fn each_event_type_has_its_topic() {
+        let topic = |kind: EventType| topics::for_event_type(kind.as_str());
+        assert_eq!(topic(EventType::MessageReceived), topics::MESSAGES);
+        assert_eq!(topic(EventType::ConsolidationRequested), topics::MESSAGES);
+        for kind in [
+            EventType::ProfileUpdated,
+            EventType::ExportGenerated,
+            EventType::ErasureRequested,
+            EventType::SubjectErased,
+        ] {
+            assert_eq!(topic(kind), topics::SUBJECT_EVENTS, "{kind}");
+        }
+        assert_eq!(topic(EventType::MemoryCreated), topics::MEMORY_EVENTS);
+        assert_eq!(topic(EventType::ReviewResolved), topics::MEMORY_EVENTS);
+        // A type this build does not know is published with the memories.
+        assert_eq!(topics::for_event_type("Teleported"), topics::MEMORY_EVENTS);
     }
 }

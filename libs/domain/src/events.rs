@@ -6,6 +6,7 @@
 //! decoded, so old events never need rewriting (the log is append-only).
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -438,12 +439,39 @@ pub enum EventDecodeError {
 
 macro_rules! catalogue {
     ($($variant:ident($payload:ty) = $version:literal),* $(,)?) => {
+        /// The type of an event, without its payload: what code compares
+        /// and filters on, so a misspelt type is a compile error rather than
+        /// a comparison that is silently never true.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum EventType {
+            $($variant),*
+        }
+
+        impl EventType {
+            pub const ALL: &'static [EventType] = &[$(EventType::$variant),*];
+
+            /// The name stored in the log and sent on the bus.
+            pub fn as_str(self) -> &'static str {
+                match self { $(EventType::$variant => stringify!($variant)),* }
+            }
+
+            /// Exact match on a stored name; `None` for a type this build
+            /// does not know.
+            pub fn parse(name: &str) -> Option<EventType> {
+                match name { $(stringify!($variant) => Some(EventType::$variant),)* _ => None }
+            }
+        }
+
         impl DomainEvent {
             /// Every event type name, for filters and docs.
             pub const TYPES: &'static [&'static str] = &[$(stringify!($variant)),*];
 
             pub fn event_type(&self) -> &'static str {
-                match self { $(DomainEvent::$variant(_) => stringify!($variant)),* }
+                self.kind().as_str()
+            }
+
+            pub fn kind(&self) -> EventType {
+                match self { $(DomainEvent::$variant(_) => EventType::$variant),* }
             }
 
             /// The schema version this build writes for the event's type.
@@ -602,6 +630,19 @@ pub struct RecordedEvent {
     pub recorded_at: DateTime<Utc>,
 }
 
+impl RecordedEvent {
+    /// Whether the stored event is of type `kind`.
+    pub fn is(&self, kind: EventType) -> bool {
+        self.event_type == kind.as_str()
+    }
+}
+
+impl fmt::Display for EventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Memory {
     /// Folds a memory stream. `events` are (decoded event, stream version,
     /// recorded time) in stream order. None when the stream does not start
@@ -736,6 +777,18 @@ mod tests {
         .unwrap();
         assert_eq!(decoded, event);
         assert_eq!(DomainEvent::TYPES.len(), 18);
+    }
+
+    #[test]
+    fn event_types_name_what_the_log_stores() {
+        let names: Vec<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
+        assert_eq!(names, DomainEvent::TYPES);
+        for kind in EventType::ALL {
+            assert_eq!(EventType::parse(kind.as_str()), Some(*kind));
+        }
+        assert_eq!(EventType::parse("messagereceived"), None);
+        assert_eq!(created().kind(), EventType::MemoryCreated);
+        assert_eq!(created().event_type(), "MemoryCreated");
     }
 
     #[test]

@@ -28,6 +28,16 @@ pub enum IdError {
     NotAUuid { kind: &'static str },
 }
 
+impl crate::Classified for IdError {
+    fn class(&self) -> crate::ErrorClass {
+        crate::ErrorClass::Malformed
+    }
+
+    fn code(&self) -> &'static str {
+        "invalid_id"
+    }
+}
+
 impl IdError {
     /// Which id failed: `tenant_id`, `subject_id`, ...
     pub fn kind(&self) -> &'static str {
@@ -38,12 +48,6 @@ impl IdError {
             | IdError::InvalidStart { kind }
             | IdError::NotAUuid { kind } => kind,
         }
-    }
-
-    /// A stable code: every malformed id is `invalid_id` (the message says
-    /// which id and why).
-    pub fn code(&self) -> &'static str {
-        "invalid_id"
     }
 }
 

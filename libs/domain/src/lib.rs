@@ -7,6 +7,7 @@
 //! per-event list of fields that could drift.
 
 pub mod consolidation;
+pub mod error;
 pub mod events;
 pub mod forgetting;
 pub mod ids;
@@ -14,7 +15,8 @@ pub mod memory;
 pub mod signals;
 pub mod text;
 
-pub use events::{DomainEvent, EventMetadata, NewEvent, RecordedEvent};
+pub use error::{Classified, ErrorClass};
+pub use events::{DomainEvent, EventMetadata, EventType, NewEvent, RecordedEvent};
 pub use ids::{AgentId, ErasureId, EventId, IdError, MemoryId, SessionId, SubjectId, TenantId};
 pub use memory::{
     importance_for, Memory, MemoryKind, MemoryRelation, MemoryState, Producer, Provenance,

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use mnemo_crypto::{CryptoError, SubjectCipher};
 use mnemo_domain::events::EventDecodeError;
 use mnemo_domain::{
-    DomainEvent, EventId, EventMetadata, NewEvent, RecordedEvent, SubjectId, TenantId,
+    Classified, DomainEvent, ErrorClass, EventId, EventMetadata, NewEvent, RecordedEvent,
+    SubjectId, TenantId,
 };
 
-use crate::{AppendResult, EventStore, EventStoreError, ExpectedVersion};
+use crate::{AppendResult, AppendedEvent, EventStore, EventStoreError, ExpectedVersion};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
@@ -24,14 +25,23 @@ pub enum LogError {
     MissingSubject(EventId),
 }
 
-impl LogError {
-    /// A stable code for logs: the underlying store's or cipher's own.
-    pub fn code(&self) -> &'static str {
+impl Classified for LogError {
+    fn class(&self) -> ErrorClass {
         match self {
-            LogError::Store(e) => e.code(),
-            LogError::Crypto(e) => e.code(),
-            LogError::Decode(_) => "event_undecodable",
-            LogError::MissingSubject(_) => "event_missing_subject",
+            LogError::Store(EventStoreError::Conflict { .. })
+            | LogError::Store(EventStoreError::EventIdTaken(_)) => ErrorClass::Conflict,
+            LogError::Store(EventStoreError::Backend(_)) => ErrorClass::Unavailable,
+            _ => ErrorClass::Internal,
+        }
+    }
+
+    /// The codes of the API, which predate [`EventStoreError::code`]'s.
+    fn code(&self) -> &'static str {
+        match self {
+            LogError::Store(EventStoreError::Conflict { .. }) => "version_conflict",
+            LogError::Store(EventStoreError::EventIdTaken(_)) => "id_taken",
+            LogError::Store(EventStoreError::Backend(_)) => "unavailable",
+            _ => "internal_error",
         }
     }
 }
@@ -103,6 +113,24 @@ impl SealedLog {
             .store
             .append(tenant, stream_id, expected, sealed)
             .await?)
+    }
+
+    /// [`SealedLog::append`] of a single event: most writes are one event,
+    /// and the one outcome is all they look at.
+    pub async fn append_one(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+        expected: ExpectedVersion,
+        event: Pending,
+    ) -> Result<AppendedEvent, LogError> {
+        let result = self
+            .append(tenant, stream_id, expected, vec![event])
+            .await?;
+        result.events.into_iter().next().ok_or_else(|| {
+            EventStoreError::Corrupt("the store reported no event for an append of one".into())
+                .into()
+        })
     }
 
     /// Opens (content reads as erased when the key is gone) and decodes.

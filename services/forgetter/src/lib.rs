@@ -20,7 +20,9 @@ use async_trait::async_trait;
 use chrono::Utc;
 use mnemo_bus::{EventHandler, HandlerError};
 use mnemo_domain::events::{streams, ErasureReceipt, ErasureStep, SubjectErased};
-use mnemo_domain::{DomainEvent, EventId, EventMetadata, RecordedEvent, SubjectId, TenantId};
+use mnemo_domain::{
+    DomainEvent, EventId, EventMetadata, EventType, RecordedEvent, SubjectId, TenantId,
+};
 use mnemo_event_store::sealed::{Pending, SealedLog};
 use mnemo_event_store::ExpectedVersion;
 
@@ -142,11 +144,11 @@ impl ErasureExecutor {
         let receipt_event_id =
             EventId::derived(&["erasure-receipt", &request.erasure_id.to_string()]);
         self.log
-            .append(
+            .append_one(
                 tenant,
                 &stream,
                 ExpectedVersion::Any,
-                vec![Pending {
+                Pending {
                     event_id: receipt_event_id,
                     subject: Some(subject.clone()),
                     event: DomainEvent::SubjectErased(SubjectErased { receipt }),
@@ -156,7 +158,7 @@ impl ErasureExecutor {
                         causation_id: Some(event.event_id),
                         traceparent: event.metadata.traceparent.clone(),
                     },
-                }],
+                },
             )
             .await
             .map_err(|e| retry(e.to_string()))?;
@@ -168,7 +170,7 @@ impl ErasureExecutor {
 #[async_trait]
 impl EventHandler for ErasureExecutor {
     async fn handle(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
-        if event.event_type != "ErasureRequested" {
+        if !event.is(EventType::ErasureRequested) {
             return Ok(());
         }
         self.execute(event).await

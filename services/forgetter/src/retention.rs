@@ -137,11 +137,11 @@ impl Retention {
             ]);
             let appended = self
                 .log
-                .append(
+                .append_one(
                     &tenant,
                     &streams::memory(&decision.memory_id),
                     ExpectedVersion::Exact(version),
-                    vec![Pending {
+                    Pending {
                         event_id,
                         subject: Some(decision.subject.clone()),
                         event,
@@ -151,7 +151,7 @@ impl Retention {
                             causation_id: None,
                             traceparent: None,
                         },
-                    }],
+                    },
                 )
                 .await;
             match appended {

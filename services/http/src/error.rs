@@ -4,10 +4,7 @@ use std::fmt;
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
-use mnemo_auth::AuthError;
-use mnemo_domain::IdError;
-use mnemo_event_store::sealed::LogError;
-use mnemo_event_store::EventStoreError;
+use mnemo_domain::{Classified, ErrorClass};
 use serde_json::json;
 
 pub struct ApiError {
@@ -116,44 +113,107 @@ impl ResponseError for ApiError {
     }
 }
 
-impl From<AuthError> for ApiError {
-    fn from(error: AuthError) -> Self {
-        let status = if error.is_forbidden() {
-            StatusCode::FORBIDDEN
-        } else {
-            StatusCode::UNAUTHORIZED
-        };
-        ApiError::new(status, error.code(), error.to_string())
+/// The one mapping from an error's class to an HTTP status.
+pub fn status_of(class: ErrorClass) -> StatusCode {
+    match class {
+        ErrorClass::Malformed => StatusCode::BAD_REQUEST,
+        ErrorClass::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorClass::Unauthenticated => StatusCode::UNAUTHORIZED,
+        ErrorClass::Forbidden => StatusCode::FORBIDDEN,
+        ErrorClass::NotFound => StatusCode::NOT_FOUND,
+        ErrorClass::Conflict => StatusCode::CONFLICT,
+        ErrorClass::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorClass::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
-impl From<IdError> for ApiError {
-    fn from(error: IdError) -> Self {
-        ApiError::bad_request("invalid_id", error.to_string())
-    }
-}
-
-impl From<EventStoreError> for ApiError {
-    fn from(error: EventStoreError) -> Self {
-        match error {
-            EventStoreError::Conflict { .. } => ApiError::conflict(
-                "version_conflict",
-                "the memory changed since the version you read; fetch it and retry",
-            ),
-            EventStoreError::EventIdTaken(_) => {
-                ApiError::conflict("id_taken", "that id is already used by another resource")
-            }
-            EventStoreError::Backend(_) => ApiError::unavailable(error),
-            other => ApiError::internal(other),
+/// Every classified error (the use cases', the auth and id errors, the
+/// log's) becomes an `ApiError` the same way: its class picks the status, its
+/// code is kept, and its message is shown only for a client error, since a
+/// server error's message may name internals.
+impl<E: Classified + Send + Sync + 'static> From<E> for ApiError {
+    fn from(error: E) -> Self {
+        match error.class() {
+            ErrorClass::Unavailable => ApiError {
+                code: error.code(),
+                ..ApiError::unavailable(error)
+            },
+            ErrorClass::Internal => ApiError {
+                code: error.code(),
+                ..ApiError::internal(error)
+            },
+            class => ApiError::new(status_of(class), error.code(), error.to_string()),
         }
     }
 }
 
-impl From<LogError> for ApiError {
-    fn from(error: LogError) -> Self {
-        match error {
-            LogError::Store(store) => store.into(),
-            other => ApiError::internal(other),
+#[cfg(test)]
+mod tests {
+    use mnemo_auth::{AuthError, Scope};
+    use mnemo_domain::SubjectId;
+
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("the thing broke")]
+    struct Broken(ErrorClass);
+
+    impl Classified for Broken {
+        fn class(&self) -> ErrorClass {
+            self.0
         }
+
+        fn code(&self) -> &'static str {
+            "thing_broke"
+        }
+    }
+
+    #[test]
+    fn classes_map_to_statuses() {
+        let table = [
+            (ErrorClass::Malformed, 400),
+            (ErrorClass::Invalid, 422),
+            (ErrorClass::Unauthenticated, 401),
+            (ErrorClass::Forbidden, 403),
+            (ErrorClass::NotFound, 404),
+            (ErrorClass::Conflict, 409),
+            (ErrorClass::Unavailable, 503),
+            (ErrorClass::Internal, 500),
+        ];
+        for (class, status) in table {
+            let error = ApiError::from(Broken(class));
+            assert_eq!(error.status().as_u16(), status, "{class:?}");
+            assert_eq!(error.code(), "thing_broke", "{class:?}");
+        }
+    }
+
+    #[test]
+    fn only_client_errors_show_their_message() {
+        assert_eq!(
+            ApiError::from(Broken(ErrorClass::Conflict)).message(),
+            "the thing broke"
+        );
+        for class in [ErrorClass::Unavailable, ErrorClass::Internal] {
+            let message = ApiError::from(Broken(class)).message().to_owned();
+            assert!(!message.contains("broke"), "{message}");
+        }
+    }
+
+    #[test]
+    fn auth_and_id_errors_keep_their_statuses_and_codes() {
+        let scope = ApiError::from(AuthError::InsufficientScope {
+            required: Scope::AuditRead,
+        });
+        assert_eq!(
+            (scope.status().as_u16(), scope.code()),
+            (403, "insufficient_scope")
+        );
+        let expired = ApiError::from(AuthError::TokenExpired);
+        assert_eq!(
+            (expired.status().as_u16(), expired.code()),
+            (401, "token_expired")
+        );
+        let id = ApiError::from(SubjectId::parse("a b").unwrap_err());
+        assert_eq!((id.status().as_u16(), id.code()), (400, "invalid_id"));
     }
 }

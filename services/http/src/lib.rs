@@ -1,18 +1,25 @@
 //! What the HTTP services share, so every endpoint behaves the same way:
 //! one [`ApiError`] with a stable JSON body `{"error": {"code", "message"}}`,
 //! the [`Authenticated`] extractor (the tenant always comes from the token),
-//! JSON/path/query extractor configs that turn bad input into 4xx JSON
-//! errors, a middleware for request spans and metrics, the health and
-//! metrics endpoints, and the OpenAPI document. Only `services/` know about actix-web.
+//! typed path extractors ([`paths`]), the counted log the services append
+//! through ([`CountedLog`]), JSON/path/query extractor configs that turn bad
+//! input into 4xx JSON errors, a middleware for request spans and metrics,
+//! the health, readiness and metrics endpoints ([`health`]) and the OpenAPI
+//! document. Only `services/` know about actix-web; errors reach HTTP
+//! through their [`mnemo_domain::ErrorClass`], mapped in [`error`] alone.
 
+pub mod appends;
 pub mod auth;
 pub mod context;
 pub mod error;
 pub mod health;
 pub mod middleware;
 pub mod openapi;
+pub mod paths;
 pub mod views;
 
+pub use appends::CountedLog;
 pub use auth::Authenticated;
 pub use error::ApiError;
 pub use middleware::{extractor_configs, json_error_bodies, observe_requests};
+pub use paths::{ErasurePath, MemoryPath, ReviewPath, SubjectPath};

@@ -6,17 +6,22 @@
 //! Invariant: PII is scrubbed before an event is appended; every stored
 //! piece of subject text went through [`scrub::Scrubbers`].
 
+pub mod error;
 pub mod handlers;
+mod input;
 pub mod review;
 pub mod scrub;
+pub mod write;
 
 use std::sync::Arc;
 
 use actix_web::web;
 use mnemo_config::Limits;
 use mnemo_event_store::sealed::SealedLog;
+use mnemo_http::CountedLog;
 use mnemo_telemetry::Metrics;
 
+pub use error::{InputError, WriteError};
 pub use scrub::Scrubbers;
 
 /// What the ingest handlers need.
@@ -25,6 +30,13 @@ pub struct IngestState {
     pub scrubbers: Scrubbers,
     pub limits: Limits,
     pub metrics: Arc<Metrics>,
+}
+
+impl IngestState {
+    /// The log to append through: it counts what it appends.
+    pub fn events(&self) -> CountedLog<'_> {
+        CountedLog::new(&self.log, &self.metrics)
+    }
 }
 
 /// The routes this service serves, for the OpenAPI coverage test.
@@ -65,6 +77,6 @@ pub fn configure(state: Arc<IngestState>) -> impl Fn(&mut web::ServiceConfig) + 
                 "/v1/subjects/{subject}/consolidate",
                 web::post().to(handlers::request_consolidation),
             )
-            .route("/v1/review/{id}", web::post().to(review::resolve_review));
+            .route("/v1/review/{id}", web::post().to(handlers::resolve_review));
     }
 }

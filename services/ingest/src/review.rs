@@ -9,28 +9,80 @@
 //! derived ids too: a retry after a crash between the appends completes
 //! what is missing and duplicates nothing.
 
-use actix_web::{web, HttpRequest, HttpResponse};
-use mnemo_auth::{Principal, Scope};
+use mnemo_auth::{AuthError, Principal, Scope};
 use mnemo_domain::events::{
     streams, MemoryCreated, MemoryMerged, MemorySuperseded, PiiCounts, ProposedAction,
     ReviewDecision, ReviewRequested, ReviewResolved,
 };
 use mnemo_domain::{
-    importance_for, DomainEvent, EventId, EventMetadata, Memory, MemoryId, MemoryKind, MemoryState,
-    Producer, Provenance, SubjectId, SubjectText,
+    importance_for, Classified, DomainEvent, ErrorClass, EventId, EventMetadata, Memory, MemoryId,
+    MemoryKind, MemoryState, Producer, Provenance, SubjectId, SubjectText,
 };
 use mnemo_event_store::sealed::{Decoded, LogError, Pending};
 use mnemo_event_store::{EventStoreError, ExpectedVersion};
-use mnemo_http::context::event_metadata;
-use mnemo_http::views::MemoryView;
-use mnemo_http::{ApiError, Authenticated};
 use serde::Deserialize;
-use serde_json::json;
 
-use crate::handlers::{check_content, check_tags, MAX_REASON_CHARS};
+use crate::error::InputError;
+use crate::input::{check_content, check_tags, MAX_REASON_CHARS};
 use crate::scrub::ScrubSession;
 use crate::IngestState;
 
+/// Why a decision was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error("an edit needs the corrected content")]
+    ContentRequired,
+    #[error("content is only for an edit")]
+    ContentNotAllowed,
+    #[error("kind and tags are only for an edit")]
+    EditOnlyField,
+    #[error("no such review")]
+    NotFound,
+    #[error("the review was already decided: {}", .0.as_str())]
+    AlreadyResolved(ReviewDecision),
+    #[error("the review has no resolution after appending one")]
+    Unresolved,
+    #[error("the approved memory does not fold")]
+    MemoryDoesNotFold,
+}
+
+impl Classified for ReviewError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            ReviewError::Input(e) => e.class(),
+            ReviewError::Auth(e) => e.class(),
+            ReviewError::Log(e) => e.class(),
+            ReviewError::ContentRequired
+            | ReviewError::ContentNotAllowed
+            | ReviewError::EditOnlyField => ErrorClass::Malformed,
+            ReviewError::NotFound => ErrorClass::NotFound,
+            ReviewError::AlreadyResolved(_) => ErrorClass::Conflict,
+            ReviewError::Unresolved | ReviewError::MemoryDoesNotFold => ErrorClass::Internal,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            ReviewError::Input(e) => e.code(),
+            ReviewError::Auth(e) => Classified::code(e),
+            ReviewError::Log(e) => e.code(),
+            ReviewError::ContentRequired => "content_required",
+            ReviewError::ContentNotAllowed => "content_not_allowed",
+            ReviewError::EditOnlyField => "edit_only_field",
+            ReviewError::NotFound => "review_not_found",
+            ReviewError::AlreadyResolved(_) => "review_already_resolved",
+            ReviewError::Unresolved | ReviewError::MemoryDoesNotFold => "internal_error",
+        }
+    }
+}
+
+/// A decision as a reviewer sends it.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveInput {
@@ -44,15 +96,33 @@ pub struct ResolveInput {
     pub note: Option<String>,
 }
 
+/// A decision on review `review` by a caller who must have
+/// `memories:review` on its subject.
+pub struct ResolveRequest<'a> {
+    pub caller: &'a Principal,
+    pub review: MemoryId,
+    pub decision: ResolveInput,
+    pub metadata: EventMetadata,
+}
+
+/// What the decision came to: the review, the recorded resolution (this
+/// request's, or the same decision made before), and the memory an
+/// approval or an edit created.
+pub struct Resolved {
+    pub review_id: MemoryId,
+    pub subject: SubjectId,
+    pub request: ReviewRequested,
+    pub resolution: ReviewResolved,
+    /// The stored `ReviewResolved`: who decided, and when.
+    pub resolved: Decoded,
+    pub memory: Option<Memory>,
+}
+
 /// The memory an approval of `review_id` creates: one id per review, so a
 /// retried approval finds the memory it already made.
 pub fn memory_id_for(review_id: &MemoryId) -> MemoryId {
     let derived = EventId::derived(&["review-memory", &review_id.to_string()]);
     MemoryId::from_uuid(derived.as_uuid())
-}
-
-fn review_not_found() -> ApiError {
-    ApiError::not_found("review_not_found", "no such review")
 }
 
 fn add_counts(into: &mut PiiCounts, more: &PiiCounts) {
@@ -71,24 +141,23 @@ struct ReviewStream {
 
 async fn load_review(
     state: &IngestState,
-    principal: &Principal,
+    caller: &Principal,
     review_id: &MemoryId,
-) -> Result<ReviewStream, ApiError> {
+) -> Result<ReviewStream, ReviewError> {
     let events = state
         .log
-        .read_stream(&principal.tenant, &streams::review(review_id))
-        .await
-        .map_err(ApiError::from)?;
-    let first = events.first().ok_or_else(review_not_found)?;
+        .read_stream(&caller.tenant, &streams::review(review_id))
+        .await?;
+    let first = events.first().ok_or(ReviewError::NotFound)?;
     let (Some(subject), DomainEvent::ReviewRequested(request)) =
         (first.recorded.subject.clone(), &first.event)
     else {
-        return Err(review_not_found());
+        return Err(ReviewError::NotFound);
     };
-    principal.require_subject(&subject)?;
+    caller.authorize(Scope::MemoriesReview, Some(&subject))?;
     // An erased subject's review has nothing left to decide on.
     if request.proposed.is_erased() {
-        return Err(review_not_found());
+        return Err(ReviewError::NotFound);
     }
     let resolution = events.iter().skip(1).find_map(|d| match &d.event {
         DomainEvent::ReviewResolved(resolved) => Some((resolved.clone(), d.clone())),
@@ -109,28 +178,15 @@ struct Checked {
     note: Option<String>,
 }
 
-fn check_input(input: ResolveInput, state: &IngestState) -> Result<Checked, ApiError> {
+fn check_input(input: ResolveInput, state: &IngestState) -> Result<Checked, ReviewError> {
     let editing = input.decision == ReviewDecision::Edit;
     match (&input.content, editing) {
-        (None, true) => {
-            return Err(ApiError::bad_request(
-                "content_required",
-                "an edit needs the corrected content",
-            ))
-        }
-        (Some(_), false) => {
-            return Err(ApiError::bad_request(
-                "content_not_allowed",
-                "content is only for an edit",
-            ))
-        }
+        (None, true) => return Err(ReviewError::ContentRequired),
+        (Some(_), false) => return Err(ReviewError::ContentNotAllowed),
         _ => {}
     }
     if !editing && (input.kind.is_some() || input.tags.is_some()) {
-        return Err(ApiError::bad_request(
-            "edit_only_field",
-            "kind and tags are only for an edit",
-        ));
+        return Err(ReviewError::EditOnlyField);
     }
     if let Some(content) = &input.content {
         check_content("content", content, state.limits.max_content_chars)?;
@@ -148,19 +204,21 @@ fn check_input(input: ResolveInput, state: &IngestState) -> Result<Checked, ApiE
     })
 }
 
+/// Records the decision (unless one is recorded) and completes what it
+/// implies; the same decision retried completes what is missing.
 pub async fn resolve_review(
-    Authenticated(principal): Authenticated,
-    path: web::Path<String>,
-    body: web::Json<ResolveInput>,
-    state: web::Data<IngestState>,
-    req: HttpRequest,
-) -> Result<HttpResponse, ApiError> {
-    principal.require_scope(Scope::MemoriesReview)?;
-    let review_id = MemoryId::parse(path.as_str())?;
-    let input = check_input(body.into_inner(), &state)?;
-    let tenant = &principal.tenant;
-    let mut review = load_review(&state, &principal, &review_id).await?;
-    let metadata = event_metadata(&req, &principal.actor);
+    state: &IngestState,
+    request: ResolveRequest<'_>,
+) -> Result<Resolved, ReviewError> {
+    let ResolveRequest {
+        caller,
+        review: review_id,
+        decision,
+        metadata,
+    } = request;
+    let tenant = &caller.tenant;
+    let mut review = load_review(state, caller, &review_id).await?;
+    let input = check_input(decision, state)?;
 
     // Counts of the edited content alone, for the memory it becomes.
     let mut content_pii = None;
@@ -192,12 +250,12 @@ pub async fn resolve_review(
             pii,
         });
         let appended = state
-            .log
-            .append(
+            .events()
+            .append_one(
                 tenant,
                 &streams::review(&review_id),
                 ExpectedVersion::Exact(1),
-                vec![Pending {
+                Pending {
                     event_id: EventId::derived(&[
                         tenant.as_str(),
                         &review_id.to_string(),
@@ -207,71 +265,38 @@ pub async fn resolve_review(
                     subject: Some(review.subject.clone()),
                     event,
                     metadata: metadata.clone(),
-                }],
+                },
             )
             .await;
         match appended {
-            Ok(result) => {
-                if result.events.iter().any(|e| !e.duplicate) {
-                    state
-                        .metrics
-                        .events_appended_total
-                        .with_label_values(&["ReviewResolved"])
-                        .inc();
-                }
-            }
+            Ok(_) => {}
             // Another reviewer decided first: what they decided is read below.
             Err(LogError::Store(EventStoreError::Conflict { .. })) => {}
             Err(other) => return Err(other.into()),
         }
-        review = load_review(&state, &principal, &review_id).await?;
+        review = load_review(state, caller, &review_id).await?;
     }
-    let Some((resolution, resolved_event)) = review.resolution.clone() else {
-        return Err(ApiError::internal(std::io::Error::other(
-            "the review has no resolution after appending one",
-        )));
+    let Some((resolution, resolved)) = review.resolution.clone() else {
+        return Err(ReviewError::Unresolved);
     };
     if resolution.decision != input.decision {
-        return Err(ApiError::conflict(
-            "review_already_resolved",
-            format!(
-                "the review was already decided: {}",
-                resolution.decision.as_str()
-            ),
-        ));
+        return Err(ReviewError::AlreadyResolved(resolution.decision));
     }
 
     let memory = match resolution.decision {
         ReviewDecision::Reject => None,
         ReviewDecision::Approve | ReviewDecision::Edit => Some(
-            complete_memory(
-                &state,
-                &principal,
-                &review,
-                &resolution,
-                content_pii,
-                &metadata,
-            )
-            .await?,
+            complete_memory(state, caller, &review, &resolution, content_pii, &metadata).await?,
         ),
     };
-    let recorded = &resolved_event.recorded;
-    Ok(HttpResponse::Ok().json(json!({
-        "review": {
-            "id": review_id.to_string(),
-            "subject": review.subject.as_str(),
-            "decision": resolution.decision.as_str(),
-            "action": review.request.action.as_str(),
-            "target": review.request.target.map(|t| t.to_string()),
-            "proposed": review.request.proposed.as_text(),
-            "edited": resolution.edited.as_ref().and_then(|t| t.as_text()),
-            "note": resolution.note.as_ref().and_then(|t| t.as_text()),
-            "resolved_by": recorded.metadata.actor,
-            "resolved_at": recorded.recorded_at,
-        },
-        "memory_id": resolution.memory_id.map(|id| id.to_string()),
-        "memory": memory.as_ref().map(MemoryView::of),
-    })))
+    Ok(Resolved {
+        review_id,
+        subject: review.subject,
+        request: review.request,
+        resolution,
+        resolved,
+        memory,
+    })
 }
 
 /// Appends whatever of the approval's memory events is missing (all of them
@@ -283,7 +308,7 @@ async fn complete_memory(
     resolution: &ReviewResolved,
     content_pii: Option<PiiCounts>,
     metadata: &EventMetadata,
-) -> Result<Memory, ApiError> {
+) -> Result<Memory, ReviewError> {
     let tenant = &principal.tenant;
     let request = &review.request;
     let review_key = request.review_id.to_string();
@@ -325,28 +350,20 @@ async fn complete_memory(
         agent: None,
         pii,
     });
-    let result = state
-        .log
-        .append(
+    state
+        .events()
+        .append_one(
             tenant,
             &streams::memory(&memory_id),
             ExpectedVersion::NoStream,
-            vec![Pending {
+            Pending {
                 event_id: EventId::derived(&[tenant.as_str(), &review_key, "memory"]),
                 subject: Some(review.subject.clone()),
                 event: created,
                 metadata: metadata.clone(),
-            }],
+            },
         )
-        .await
-        .map_err(ApiError::from)?;
-    if result.events.iter().any(|e| !e.duplicate) {
-        state
-            .metrics
-            .events_appended_total
-            .with_label_values(&["MemoryCreated"])
-            .inc();
-    }
+        .await?;
 
     if let Some(target) = request.target {
         let event = match request.action {
@@ -368,15 +385,14 @@ async fn complete_memory(
     let events = state
         .log
         .read_stream(tenant, &streams::memory(&memory_id))
-        .await
-        .map_err(ApiError::from)?;
+        .await?;
     Memory::fold(
         &review.subject,
         events
             .iter()
             .map(|d| (&d.event, d.recorded.stream_version, d.recorded.recorded_at)),
     )
-    .ok_or_else(|| ApiError::internal(std::io::Error::other("the approved memory does not fold")))
+    .ok_or(ReviewError::MemoryDoesNotFold)
 }
 
 /// Supersedes or merges the review's target, unless it is gone (deleted,
@@ -388,14 +404,10 @@ async fn act_on_target(
     target: MemoryId,
     event: DomainEvent,
     metadata: &EventMetadata,
-) -> Result<(), ApiError> {
+) -> Result<(), ReviewError> {
     let tenant = &principal.tenant;
     let stream = streams::memory(&target);
-    let events = state
-        .log
-        .read_stream(tenant, &stream)
-        .await
-        .map_err(ApiError::from)?;
+    let events = state.log.read_stream(tenant, &stream).await?;
     let current = Memory::fold(
         &review.subject,
         events
@@ -421,26 +433,19 @@ async fn act_on_target(
     {
         return Ok(());
     }
-    let event_type = event.event_type();
     state
-        .log
-        .append(
+        .events()
+        .append_one(
             tenant,
             &stream,
             ExpectedVersion::Any,
-            vec![Pending {
+            Pending {
                 event_id,
                 subject: Some(review.subject.clone()),
                 event,
                 metadata: metadata.clone(),
-            }],
+            },
         )
-        .await
-        .map_err(ApiError::from)?;
-    state
-        .metrics
-        .events_appended_total
-        .with_label_values(&[event_type])
-        .inc();
+        .await?;
     Ok(())
 }

@@ -8,9 +8,11 @@
 //! from the read model and trail the log by the relay's lag.
 
 pub mod context;
+pub mod error;
 pub mod handlers;
 pub mod projection;
 pub mod ranking;
+pub mod read;
 pub mod reindex;
 pub mod report;
 pub mod review;
@@ -24,11 +26,13 @@ use mnemo_config::Policies;
 use mnemo_domain::consolidation::ConsolidationPolicy;
 use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
+use mnemo_http::CountedLog;
 use mnemo_read_model::MemoryReadModel;
 use mnemo_telemetry::Metrics;
 use mnemo_vector_index::VectorIndex;
 use ranking::RankingParams;
 
+pub use error::{ReadError, SearchError};
 pub use projection::MemoryProjection;
 
 pub struct RetrieverState {
@@ -46,6 +50,13 @@ pub struct RetrieverState {
     /// The tenants' consolidation policies: their thresholds are what the
     /// review statistics are read against.
     pub consolidation: Arc<Policies<ConsolidationPolicy>>,
+}
+
+impl RetrieverState {
+    /// The log to append through: it counts what it appends.
+    pub fn events(&self) -> CountedLog<'_> {
+        CountedLog::new(&self.log, &self.metrics)
+    }
 }
 
 pub const ROUTES: &[(&str, &str)] = &[
@@ -82,7 +93,7 @@ pub fn configure(state: Arc<RetrieverState>) -> impl Fn(&mut web::ServiceConfig)
             .route("/v1/audit", web::get().to(handlers::audit))
             .route(
                 "/v1/consolidation/report",
-                web::get().to(report::consolidation_report),
+                web::get().to(handlers::consolidation_report),
             )
             .route(
                 "/v1/erasures/{id}",
@@ -98,9 +109,9 @@ pub fn configure(state: Arc<RetrieverState>) -> impl Fn(&mut web::ServiceConfig)
             )
             .route(
                 "/v1/subjects/{subject}/profile",
-                web::get().to(review::get_profile),
+                web::get().to(handlers::get_profile),
             )
-            .route("/v1/review", web::get().to(review::list_reviews))
-            .route("/v1/review/stats", web::get().to(review::review_stats));
+            .route("/v1/review", web::get().to(handlers::list_reviews))
+            .route("/v1/review/stats", web::get().to(handlers::review_stats));
     }
 }

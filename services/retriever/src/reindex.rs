@@ -15,7 +15,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
-use mnemo_domain::{Memory, MemoryState, SubjectId, TenantId};
+use mnemo_domain::{EventType, Memory, MemoryState, SubjectId, TenantId};
 use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_vector_index::{Point, VectorIndex};
@@ -100,10 +100,11 @@ pub async fn replay(
         position = last.global_position;
         for event in page.into_iter().filter(|e| e.global_position <= head) {
             events += 1;
+            let is_erasure = event.is(EventType::SubjectErased);
             let Some(subject) = event.subject else {
                 continue;
             };
-            if event.event_type == "SubjectErased" {
+            if is_erasure {
                 erased.push((event.tenant, subject));
             } else if event.stream_id.starts_with("memory-")
                 && seen.insert((event.tenant.clone(), event.stream_id.clone()))

@@ -8,13 +8,12 @@
 
 use std::collections::BTreeMap;
 
-use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Duration, NaiveDate, Utc};
-use mnemo_auth::Scope;
 use mnemo_domain::events::{BatchConsolidated, Route};
-use mnemo_http::{ApiError, Authenticated};
+use mnemo_domain::{EventType, TenantId};
 use serde::{Deserialize, Serialize};
 
+use crate::error::ReadError;
 use crate::review::{scan, ScanStep};
 use crate::RetrieverState;
 
@@ -128,25 +127,28 @@ pub struct ReportQuery {
     pub days: Option<u32>,
 }
 
+/// The tenant's consolidation cost over the last `days` (default 30), for
+/// a caller with `audit:read` (checked before).
+pub struct ReportRequest {
+    pub tenant: TenantId,
+    pub days: Option<u32>,
+}
+
+/// The report and the days it covers.
 pub async fn consolidation_report(
-    Authenticated(principal): Authenticated,
-    query: web::Query<ReportQuery>,
-    state: web::Data<RetrieverState>,
-) -> Result<HttpResponse, ApiError> {
-    principal.require_scope(Scope::AuditRead)?;
-    let days = query.days.unwrap_or(30);
+    state: &RetrieverState,
+    request: ReportRequest,
+) -> Result<(u32, Report), ReadError> {
+    let days = request.days.unwrap_or(30);
     if !(1..=MAX_DAYS).contains(&days) {
-        return Err(ApiError::bad_request(
-            "invalid_days",
-            format!("days must be between 1 and {MAX_DAYS}"),
-        ));
+        return Err(ReadError::InvalidDays { max: MAX_DAYS });
     }
     let since = Utc::now() - Duration::days(i64::from(days));
     let mut records = Vec::new();
     scan(
-        state.get_ref(),
-        &principal.tenant,
-        "BatchConsolidated",
+        state,
+        &request.tenant,
+        EventType::BatchConsolidated,
         None,
         Some(since),
         None,
@@ -162,15 +164,7 @@ pub async fn consolidation_report(
     let mut report = summarise(&records, &state.llm_pricing);
     report.from = Some(since);
     report.to = Some(Utc::now());
-    Ok(HttpResponse::Ok().json(serde_json::json!({
-        "tenant": principal.tenant.as_str(),
-        "days": days,
-        "pricing": {
-            "input_per_million": state.llm_pricing.input_per_million,
-            "output_per_million": state.llm_pricing.output_per_million,
-        },
-        "report": report,
-    })))
+    Ok((days, report))
 }
 
 #[cfg(test)]

@@ -10,17 +10,19 @@
 
 use std::collections::BTreeMap;
 
-use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Duration, Utc};
-use mnemo_auth::{Principal, Scope};
+use mnemo_auth::Principal;
 use mnemo_domain::events::{streams, ProfileUpdated, Route};
-use mnemo_domain::{DomainEvent, EventId, MemoryId, Producer, RecordedEvent, SubjectId, TenantId};
+use mnemo_domain::{
+    DomainEvent, EventId, EventType, MemoryId, Producer, RecordedEvent, SubjectId, TenantId,
+};
 use mnemo_event_store::EventQuery;
 use mnemo_http::views::round4;
-use mnemo_http::{ApiError, Authenticated};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::error::ReadError;
+use crate::read::Page;
 use crate::RetrieverState;
 
 const DEFAULT_PAGE: u32 = 50;
@@ -31,18 +33,11 @@ const SCAN_CHUNK: u32 = 500;
 /// The subject a query may see: the asked one (which a subject-bound token
 /// must match), or the token's own when it is bound and none is asked.
 fn visible_subject(
-    principal: &Principal,
+    caller: &Principal,
     asked: Option<&str>,
-) -> Result<Option<SubjectId>, ApiError> {
-    let subject = asked.map(SubjectId::parse).transpose()?;
-    match (&principal.subject, &subject) {
-        (Some(_), Some(asked)) => {
-            principal.require_subject(asked)?;
-            Ok(subject)
-        }
-        (Some(bound), None) => Ok(Some(bound.clone())),
-        (None, _) => Ok(subject),
-    }
+) -> Result<Option<SubjectId>, ReadError> {
+    let asked = asked.map(SubjectId::parse).transpose()?;
+    Ok(caller.visible_subject(asked)?)
 }
 
 /// Every event of the given type (and subject) at or after `from`, after
@@ -50,12 +45,12 @@ fn visible_subject(
 pub(crate) async fn scan(
     state: &RetrieverState,
     tenant: &TenantId,
-    event_type: &str,
+    event_type: EventType,
     subject: Option<&SubjectId>,
     from: Option<DateTime<Utc>>,
     mut after: Option<i64>,
     mut visit: impl FnMut(RecordedEvent) -> ScanStep,
-) -> Result<(), ApiError> {
+) -> Result<(), ReadError> {
     loop {
         let events = state
             .log
@@ -64,15 +59,14 @@ pub(crate) async fn scan(
                 tenant,
                 &EventQuery {
                     subject: subject.cloned(),
-                    event_types: vec![event_type.to_owned()],
+                    event_types: vec![event_type.as_str().to_owned()],
                     from,
                     after_position: after,
                     limit: SCAN_CHUNK,
                     ..Default::default()
                 },
             )
-            .await
-            .map_err(ApiError::from)?;
+            .await?;
         let full = events.len() as u32 == SCAN_CHUNK;
         for event in events {
             after = Some(event.global_position);
@@ -96,14 +90,13 @@ async fn is_pending(
     state: &RetrieverState,
     tenant: &TenantId,
     review_id: &MemoryId,
-) -> Result<bool, ApiError> {
+) -> Result<bool, ReadError> {
     let events = state
         .log
         .store()
         .read_stream(tenant, &streams::review(review_id))
-        .await
-        .map_err(ApiError::from)?;
-    Ok(!events.iter().any(|e| e.event_type == "ReviewResolved"))
+        .await?;
+    Ok(!events.iter().any(|e| e.is(EventType::ReviewResolved)))
 }
 
 #[derive(Debug, Deserialize)]
@@ -137,33 +130,31 @@ fn review_view(recorded: &RecordedEvent, request: &mnemo_domain::events::ReviewR
     })
 }
 
+/// The pending reviews, for a caller with `memories:review` (checked
+/// before); a subject-bound token sees its own subject's only.
+pub struct ReviewListRequest<'a> {
+    pub caller: &'a Principal,
+    pub query: ReviewListQuery,
+}
+
+/// Oldest first; each review as its JSON view.
 pub async fn list_reviews(
-    Authenticated(principal): Authenticated,
-    query: web::Query<ReviewListQuery>,
-    state: web::Data<RetrieverState>,
-) -> Result<HttpResponse, ApiError> {
-    principal.require_scope(Scope::MemoriesReview)?;
-    let query = query.into_inner();
-    let subject = visible_subject(&principal, query.subject.as_deref())?;
+    state: &RetrieverState,
+    request: ReviewListRequest<'_>,
+) -> Result<Page<Value, String>, ReadError> {
+    let ReviewListRequest { caller, query } = request;
+    let subject = visible_subject(caller, query.subject.as_deref())?;
     let limit = match query.limit {
         None => DEFAULT_PAGE,
         Some(n) if (1..=MAX_PAGE).contains(&n) => n,
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "invalid_limit",
-                format!("limit must be between 1 and {MAX_PAGE}"),
-            ))
-        }
+        Some(_) => return Err(ReadError::InvalidLimit { max: MAX_PAGE }),
     };
     let after = query
         .cursor
         .as_deref()
-        .map(|raw| {
-            raw.parse::<i64>()
-                .map_err(|_| ApiError::bad_request("invalid_cursor", "cursor is not one we gave"))
-        })
+        .map(|raw| raw.parse::<i64>().map_err(|_| ReadError::InvalidCursor))
         .transpose()?;
-    let tenant = &principal.tenant;
+    let tenant = &caller.tenant;
 
     // Requests first (log order = oldest first), then one stream read each.
     let mut requests = Vec::new();
@@ -174,9 +165,9 @@ pub async fn list_reviews(
     while items.len() < limit as usize && !exhausted {
         requests.clear();
         scan(
-            state.get_ref(),
+            state,
             tenant,
-            "ReviewRequested",
+            EventType::ReviewRequested,
             subject.as_ref(),
             None,
             after_scan,
@@ -193,13 +184,13 @@ pub async fn list_reviews(
         exhausted = (requests.len() as u32) < SCAN_CHUNK;
         for recorded in requests.drain(..) {
             after_scan = Some(recorded.global_position);
-            let decoded = state.log.decode(recorded).await.map_err(ApiError::from)?;
+            let decoded = state.log.decode(recorded).await?;
             let DomainEvent::ReviewRequested(request) = &decoded.event else {
                 continue;
             };
             // An erased subject's review cannot be read, nor decided.
             if request.proposed.is_erased()
-                || !is_pending(&state, tenant, &request.review_id).await?
+                || !is_pending(state, tenant, &request.review_id).await?
             {
                 continue;
             }
@@ -213,7 +204,7 @@ pub async fn list_reviews(
     let next_cursor = (items.len() == limit as usize)
         .then(|| last_position.map(|p| p.to_string()))
         .flatten();
-    Ok(HttpResponse::Ok().json(json!({"reviews": items, "next_cursor": next_cursor})))
+    Ok(Page { items, next_cursor })
 }
 
 #[derive(Debug, Deserialize)]
@@ -229,22 +220,30 @@ fn threshold_grid() -> impl Iterator<Item = f32> {
     (1..=19).map(|step| (f64::from(step) / 20.0) as f32)
 }
 
+/// What the tenant's thresholds did over the last days, for a caller with
+/// `memories:review` (checked before); a subject-bound token sees its own
+/// subject's only.
+pub struct StatsRequest<'a> {
+    pub caller: &'a Principal,
+    pub query: StatsQuery,
+}
+
+const MAX_STATS_DAYS: u32 = 365;
+
+/// The statistics document.
 pub async fn review_stats(
-    Authenticated(principal): Authenticated,
-    query: web::Query<StatsQuery>,
-    state: web::Data<RetrieverState>,
-) -> Result<HttpResponse, ApiError> {
-    principal.require_scope(Scope::MemoriesReview)?;
-    let query = query.into_inner();
+    state: &RetrieverState,
+    request: StatsRequest<'_>,
+) -> Result<Value, ReadError> {
+    let StatsRequest { caller, query } = request;
     let days = query.days.unwrap_or(30);
-    if !(1..=365).contains(&days) {
-        return Err(ApiError::bad_request(
-            "invalid_days",
-            "days must be between 1 and 365",
-        ));
+    if !(1..=MAX_STATS_DAYS).contains(&days) {
+        return Err(ReadError::InvalidDays {
+            max: MAX_STATS_DAYS,
+        });
     }
-    let subject = visible_subject(&principal, query.subject.as_deref())?;
-    let tenant = &principal.tenant;
+    let subject = visible_subject(caller, query.subject.as_deref())?;
+    let tenant = &caller.tenant;
     let since = Utc::now() - Duration::days(i64::from(days));
 
     let mut confidences: Vec<f32> = Vec::new();
@@ -253,9 +252,9 @@ pub async fn review_stats(
     let mut batches = 0u64;
     let mut undecodable = 0u64;
     scan(
-        state.get_ref(),
+        state,
         tenant,
-        "BatchConsolidated",
+        EventType::BatchConsolidated,
         subject.as_ref(),
         Some(since),
         None,
@@ -296,9 +295,9 @@ pub async fn review_stats(
     let mut decided: BTreeMap<&'static str, u64> =
         [("approve", 0), ("edit", 0), ("reject", 0)].into();
     scan(
-        state.get_ref(),
+        state,
         tenant,
-        "ReviewResolved",
+        EventType::ReviewResolved,
         subject.as_ref(),
         Some(since),
         None,
@@ -321,9 +320,9 @@ pub async fn review_stats(
     let mut pending = 0u64;
     let mut reviews = Vec::new();
     scan(
-        state.get_ref(),
+        state,
         tenant,
-        "ReviewRequested",
+        EventType::ReviewRequested,
         subject.as_ref(),
         None,
         None,
@@ -334,17 +333,17 @@ pub async fn review_stats(
     )
     .await?;
     for event in reviews {
-        let decoded = state.log.decode(event).await.map_err(ApiError::from)?;
+        let decoded = state.log.decode(event).await?;
         let DomainEvent::ReviewRequested(request) = &decoded.event else {
             continue;
         };
         // As in the list: an erased subject's review can no longer be decided.
-        if !request.proposed.is_erased() && is_pending(&state, tenant, &request.review_id).await? {
+        if !request.proposed.is_erased() && is_pending(state, tenant, &request.review_id).await? {
             pending += 1;
         }
     }
 
-    Ok(HttpResponse::Ok().json(json!({
+    Ok(json!({
         "days": days,
         "since": since,
         "batches": batches,
@@ -366,7 +365,7 @@ pub async fn review_stats(
             "acceptance_rate": acceptance_rate,
             "pending": pending,
         },
-    })))
+    }))
 }
 
 /// A subject's latest profile.
@@ -398,21 +397,17 @@ pub async fn latest_profile(
     state: &RetrieverState,
     tenant: &TenantId,
     subject: &SubjectId,
-) -> Result<Option<Profile>, ApiError> {
+) -> Result<Option<Profile>, ReadError> {
     let mut events = state
         .log
         .store()
         .read_stream(tenant, &streams::profile(subject))
-        .await
-        .map_err(ApiError::from)?;
-    let Some(index) = events
-        .iter()
-        .rposition(|e| e.event_type == "ProfileUpdated")
-    else {
+        .await?;
+    let Some(index) = events.iter().rposition(|e| e.is(EventType::ProfileUpdated)) else {
         return Ok(None);
     };
     let last = events.swap_remove(index);
-    let decoded = state.log.decode(last).await.map_err(ApiError::from)?;
+    let decoded = state.log.decode(last).await?;
     let DomainEvent::ProfileUpdated(update) = decoded.event else {
         return Ok(None);
     };
@@ -425,18 +420,4 @@ pub async fn latest_profile(
         updated_at: decoded.recorded.recorded_at,
         update,
     }))
-}
-
-pub async fn get_profile(
-    Authenticated(principal): Authenticated,
-    path: web::Path<String>,
-    state: web::Data<RetrieverState>,
-) -> Result<HttpResponse, ApiError> {
-    principal.require_scope(Scope::MemoriesRead)?;
-    let subject = SubjectId::parse(path.as_str())?;
-    principal.require_subject(&subject)?;
-    let profile = latest_profile(&state, &principal.tenant, &subject)
-        .await?
-        .ok_or_else(|| ApiError::not_found("profile_not_found", "the subject has no profile"))?;
-    Ok(HttpResponse::Ok().json(profile.to_json(&subject)))
 }

@@ -4,7 +4,7 @@
 
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
-use mnemo_auth::{Principal, Scope};
+use mnemo_auth::Scope;
 use mnemo_bus::{topics, OutgoingRecord};
 use std::collections::{HashMap, HashSet};
 
@@ -12,13 +12,15 @@ use mnemo_domain::events::RelationKind;
 use mnemo_domain::signals::AccessSignal;
 use mnemo_domain::{Memory, MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
 use mnemo_http::views::MemoryView;
-use mnemo_http::{ApiError, Authenticated};
-use mnemo_vector_index::{SearchFilter, SearchMode, SearchRequest};
+use mnemo_http::{ApiError, Authenticated, SubjectPath};
+use mnemo_vector_index::{SearchFilter, SearchMode, SearchRequest as IndexRequest};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::context::{build_query, estimate_tokens, format_block, profile_section, BlockLine};
+use crate::error::SearchError;
 use crate::ranking::{rank, Candidate};
+use crate::review::Profile;
 use crate::RetrieverState;
 
 const MAX_K: usize = 100;
@@ -65,28 +67,26 @@ pub struct SearchInput {
     pub expand_depth: Option<u8>,
 }
 
-fn check_expand_depth(depth: Option<u8>) -> Result<u8, ApiError> {
+fn check_expand_depth(depth: Option<u8>) -> Result<u8, SearchError> {
     match depth.unwrap_or(DEFAULT_EXPAND_DEPTH) {
         depth if depth <= MAX_EXPAND_DEPTH => Ok(depth),
-        _ => Err(ApiError::unprocessable(
-            "invalid_expand_depth",
-            format!("expand_depth must be between 0 and {MAX_EXPAND_DEPTH}"),
-        )),
+        _ => Err(SearchError::InvalidExpandDepth {
+            max: MAX_EXPAND_DEPTH,
+        }),
     }
 }
 
-fn to_filter(subject: &SubjectId, filters: &Filters) -> Result<SearchFilter, ApiError> {
+fn to_filter(subject: &SubjectId, filters: &Filters) -> Result<SearchFilter, SearchError> {
     if let Some(value) = filters.min_importance {
         if !(0.0..=1.0).contains(&value) {
-            return Err(ApiError::unprocessable(
-                "out_of_range",
-                "min_importance must be between 0 and 1",
-            ));
+            return Err(SearchError::OutOfRange {
+                field: "min_importance",
+            });
         }
     }
     if let (Some(from), Some(to)) = (filters.from, filters.to) {
         if from > to {
-            return Err(ApiError::unprocessable("invalid_range", "from is after to"));
+            return Err(SearchError::InvalidRange);
         }
     }
     let mut states = vec![MemoryState::Active];
@@ -150,20 +150,36 @@ impl Found {
     }
 }
 
+/// A ranked search of one subject's memories, validated: what [`find`]
+/// runs.
+#[derive(Debug, Clone)]
+pub struct FindRequest {
+    pub tenant: TenantId,
+    pub subject: SubjectId,
+    pub query: String,
+    pub k: usize,
+    pub mode: Mode,
+    pub filter: SearchFilter,
+    /// Hops of premise / cause edges to follow from each hit (0–2).
+    pub expand_depth: u8,
+}
+
 /// Runs a ranked search for one subject, then follows premise and cause
 /// edges from the hits `expand_depth` hops back (see [`expand`]).
-#[allow(clippy::too_many_arguments)]
-pub async fn find(
+pub async fn find_memories(
     state: &RetrieverState,
-    principal: &Principal,
-    subject: &SubjectId,
-    query: &str,
-    k: usize,
-    mode: Mode,
-    filter: SearchFilter,
-    expand_depth: u8,
-) -> Result<Vec<Found>, ApiError> {
-    let tenant = &principal.tenant;
+    request: FindRequest,
+) -> Result<Vec<Found>, SearchError> {
+    let FindRequest {
+        tenant,
+        subject,
+        query,
+        k,
+        mode,
+        filter,
+        expand_depth,
+    } = request;
+    let (tenant, subject, query) = (&tenant, &subject, query.as_str());
     let dense = match mode {
         Mode::Keyword => None,
         Mode::Hybrid | Mode::Semantic => Some(
@@ -171,12 +187,12 @@ pub async fn find(
                 .embedder
                 .embed(&[query.to_owned()])
                 .await
-                .map_err(ApiError::unavailable)?
+                .map_err(SearchError::Embed)?
                 .pop()
-                .ok_or_else(|| ApiError::internal(std::io::Error::other("no query vector")))?,
+                .ok_or(SearchError::NoQueryVector)?,
         ),
     };
-    let request = SearchRequest {
+    let request = IndexRequest {
         filter,
         dense,
         text: Some(query.to_owned()),
@@ -195,7 +211,7 @@ pub async fn find(
         .index
         .search(tenant, &request)
         .await
-        .map_err(ApiError::unavailable)?;
+        .map_err(SearchError::Index)?;
     let mut rows = hydrate(state, tenant, hits.iter().map(|hit| hit.id)).await?;
     let mut candidates = Vec::with_capacity(hits.len());
     for hit in hits {
@@ -230,9 +246,9 @@ pub async fn find(
         })
         .collect();
     let mut found = found;
-    let extras = expand(state, principal, subject, &found, k, expand_depth).await?;
+    let extras = expand(state, tenant, subject, &found, k, expand_depth).await?;
     found.extend(extras);
-    signal_access(state, principal, subject, &found).await;
+    signal_access(state, tenant, subject, &found).await;
     Ok(found)
 }
 
@@ -243,13 +259,13 @@ async fn hydrate(
     state: &RetrieverState,
     tenant: &TenantId,
     ids: impl IntoIterator<Item = MemoryId>,
-) -> Result<HashMap<MemoryId, Memory>, ApiError> {
+) -> Result<HashMap<MemoryId, Memory>, SearchError> {
     let ids: Vec<MemoryId> = ids.into_iter().collect();
     let rows = state
         .read_model
         .get_many(tenant, &ids)
         .await
-        .map_err(ApiError::unavailable)?;
+        .map_err(SearchError::ReadModel)?;
     Ok(rows.into_iter().map(|memory| (memory.id, memory)).collect())
 }
 
@@ -261,15 +277,15 @@ async fn hydrate(
 /// parent's score times the edge's confidence.
 async fn expand(
     state: &RetrieverState,
-    principal: &Principal,
+    tenant: &TenantId,
     subject: &SubjectId,
     hits: &[Found],
     k: usize,
     depth: u8,
-) -> Result<Vec<Found>, ApiError> {
+) -> Result<Vec<Found>, SearchError> {
     let mut seen: HashSet<MemoryId> = hits.iter().map(|f| f.memory.id).collect();
     let mut extras: Vec<Found> = Vec::new();
-    // (index into hits or extras, is_extra)
+    // (is_extra, index into hits or extras)
     let mut frontier: Vec<(bool, usize)> = (0..hits.len()).map(|i| (false, i)).collect();
     for _ in 0..depth {
         if extras.len() >= k {
@@ -299,8 +315,7 @@ async fn expand(
         if edges.is_empty() {
             break;
         }
-        let mut rows =
-            hydrate(state, &principal.tenant, edges.iter().map(|(e, ..)| e.from)).await?;
+        let mut rows = hydrate(state, tenant, edges.iter().map(|(e, ..)| e.from)).await?;
         let mut next = Vec::new();
         for (edge, parent_id, parent_parts) in edges {
             if extras.len() >= k {
@@ -348,7 +363,7 @@ async fn expand(
 /// signal makes a memory look a little less used, it never fails a read.
 async fn signal_access(
     state: &RetrieverState,
-    principal: &Principal,
+    tenant: &TenantId,
     subject: &SubjectId,
     found: &[Found],
 ) {
@@ -356,7 +371,7 @@ async fn signal_access(
         return;
     }
     let signal = AccessSignal::new(
-        principal.tenant.clone(),
+        tenant.clone(),
         subject.clone(),
         found.iter().map(|f| f.memory.id).collect(),
         Utc::now(),
@@ -364,7 +379,7 @@ async fn signal_access(
     let record = OutgoingRecord {
         key: signal.key(),
         payload: signal.encode(),
-        headers: vec![("tenant".to_owned(), principal.tenant.to_string())],
+        headers: vec![("tenant".to_owned(), tenant.to_string())],
     };
     if let Err(error) = state
         .bus
@@ -375,45 +390,73 @@ async fn signal_access(
     }
 }
 
-fn check_k(k: Option<usize>, default: usize) -> Result<usize, ApiError> {
+fn check_k(k: Option<usize>, default: usize) -> Result<usize, SearchError> {
     match k.unwrap_or(default) {
         k if (1..=MAX_K).contains(&k) => Ok(k),
-        _ => Err(ApiError::unprocessable(
-            "invalid_k",
-            format!("k must be between 1 and {MAX_K}"),
-        )),
+        _ => Err(SearchError::InvalidK { max: MAX_K }),
     }
+}
+
+/// A search of a subject whose binding the caller has checked.
+pub struct SearchRequest {
+    pub tenant: TenantId,
+    pub subject: SubjectId,
+    pub query: String,
+    /// How many results (default 10).
+    pub k: Option<usize>,
+    pub mode: Mode,
+    pub filters: Filters,
+    /// Hops of premise / cause edges to follow from each hit (default 2).
+    pub expand_depth: Option<u8>,
+}
+
+pub async fn search_memories(
+    state: &RetrieverState,
+    request: SearchRequest,
+) -> Result<Vec<Found>, SearchError> {
+    let query = request.query.trim();
+    if query.is_empty() || query.chars().count() > MAX_QUERY_CHARS {
+        return Err(SearchError::InvalidQuery {
+            max: MAX_QUERY_CHARS,
+        });
+    }
+    let k = check_k(request.k, 10)?;
+    let expand_depth = check_expand_depth(request.expand_depth)?;
+    let filter = to_filter(&request.subject, &request.filters)?;
+    find_memories(
+        state,
+        FindRequest {
+            query: query.to_owned(),
+            tenant: request.tenant,
+            subject: request.subject,
+            k,
+            mode: request.mode,
+            filter,
+            expand_depth,
+        },
+    )
+    .await
 }
 
 pub async fn search(
     Authenticated(principal): Authenticated,
-    path: web::Path<String>,
+    SubjectPath(subject): SubjectPath,
     body: web::Json<SearchInput>,
     state: web::Data<RetrieverState>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_scope(Scope::MemoriesRead)?;
-    let subject = SubjectId::parse(path.as_str())?;
-    principal.require_subject(&subject)?;
     let input = body.into_inner();
-    let query = input.query.trim();
-    if query.is_empty() || query.chars().count() > MAX_QUERY_CHARS {
-        return Err(ApiError::unprocessable(
-            "invalid_query",
-            format!("query must be 1 to {MAX_QUERY_CHARS} characters"),
-        ));
-    }
-    let k = check_k(input.k, 10)?;
-    let expand_depth = check_expand_depth(input.expand_depth)?;
-    let filter = to_filter(&subject, &input.filters)?;
-    let found = find(
+    let found = search_memories(
         &state,
-        &principal,
-        &subject,
-        query,
-        k,
-        input.mode,
-        filter,
-        expand_depth,
+        SearchRequest {
+            tenant: principal.tenant,
+            subject,
+            query: input.query,
+            k: input.k,
+            mode: input.mode,
+            filters: input.filters,
+            expand_depth: input.expand_depth,
+        },
     )
     .await?;
     let results: Vec<Value> = found.iter().map(Found::to_json).collect();
@@ -449,75 +492,102 @@ pub struct ContextInput {
     pub include_profile: bool,
 }
 
-pub async fn context(
-    Authenticated(principal): Authenticated,
-    path: web::Path<String>,
-    body: web::Json<ContextInput>,
-    state: web::Data<RetrieverState>,
-) -> Result<HttpResponse, ApiError> {
-    principal.require_scope(Scope::MemoriesRead)?;
-    let subject = SubjectId::parse(path.as_str())?;
-    principal.require_subject(&subject)?;
-    let input = body.into_inner();
-    let last_n = input.last_n.unwrap_or(3);
+/// The memories for the next turn of a conversation, for a subject whose
+/// binding the caller has checked.
+pub struct ContextRequest {
+    pub tenant: TenantId,
+    pub subject: SubjectId,
+    /// (role, content) of the conversation so far.
+    pub messages: Vec<ContextMessage>,
+    /// How many of the last user/assistant messages make the query (default 3).
+    pub last_n: Option<usize>,
+    pub max_memories: Option<usize>,
+    pub min_relevance: Option<f32>,
+    pub token_budget: Option<usize>,
+    pub mode: Mode,
+    pub filters: Filters,
+    pub expand_depth: Option<u8>,
+    pub include_profile: bool,
+}
+
+/// The block to put in the prompt and what it was made of.
+pub struct Context {
+    pub block: String,
+    pub tokens: usize,
+    pub query_tokens: usize,
+    /// The memories in the block, in its order.
+    pub memories: Vec<Found>,
+    pub profile: Option<Profile>,
+}
+
+pub async fn build_context(
+    state: &RetrieverState,
+    request: ContextRequest,
+) -> Result<Context, SearchError> {
+    let ContextRequest {
+        tenant,
+        subject,
+        messages,
+        last_n,
+        max_memories,
+        min_relevance,
+        token_budget,
+        mode,
+        filters,
+        expand_depth,
+        include_profile,
+    } = request;
+    let last_n = last_n.unwrap_or(3);
     if !(1..=50).contains(&last_n) {
-        return Err(ApiError::unprocessable(
-            "invalid_last_n",
-            "last_n must be between 1 and 50",
-        ));
+        return Err(SearchError::InvalidLastN);
     }
-    let max_memories = check_k(input.max_memories, 8)?;
-    let token_budget = input.token_budget.unwrap_or(400);
+    let max_memories = check_k(max_memories, 8)?;
+    let token_budget = token_budget.unwrap_or(400);
     if !(16..=32_000).contains(&token_budget) {
-        return Err(ApiError::unprocessable(
-            "invalid_token_budget",
-            "token_budget must be between 16 and 32000",
-        ));
+        return Err(SearchError::InvalidTokenBudget);
     }
-    let min_relevance = input.min_relevance.unwrap_or(0.0);
+    let min_relevance = min_relevance.unwrap_or(0.0);
     if !(0.0..=1.0).contains(&min_relevance) {
-        return Err(ApiError::unprocessable(
-            "out_of_range",
-            "min_relevance must be between 0 and 1",
-        ));
+        return Err(SearchError::OutOfRange {
+            field: "min_relevance",
+        });
     }
     let query = build_query(
-        input
-            .messages
+        messages
             .iter()
             .map(|m| (m.role.as_str(), m.content.as_str())),
         last_n,
     );
     let query: String = query.chars().take(MAX_QUERY_CHARS).collect();
     if query.trim().is_empty() {
-        return Err(ApiError::unprocessable(
-            "no_query",
-            "send at least one user or assistant message with content",
-        ));
+        return Err(SearchError::NoQuery);
     }
-    let expand_depth = check_expand_depth(input.expand_depth)?;
-    let filter = to_filter(&subject, &input.filters)?;
-    let profile = if input.include_profile {
-        crate::review::latest_profile(&state, &principal.tenant, &subject).await?
+    let expand_depth = check_expand_depth(expand_depth)?;
+    let filter = to_filter(&subject, &filters)?;
+    let profile = if include_profile {
+        crate::review::latest_profile(state, &tenant, &subject).await?
     } else {
         None
     };
-    let found = find(
-        &state,
-        &principal,
-        &subject,
-        &query,
-        max_memories,
-        input.mode,
-        filter,
-        expand_depth,
+    let query_tokens = estimate_tokens(&query);
+    let found = find_memories(
+        state,
+        FindRequest {
+            tenant,
+            subject,
+            query,
+            k: max_memories,
+            mode,
+            filter,
+            expand_depth,
+        },
     )
     .await?;
     // Only readable memories, so the block and the list stay line for line.
     // A memory reached by an edge stays when the one it explains stays.
-    let mut kept: Vec<&Found> = Vec::with_capacity(found.len());
+    let mut kept: Vec<Found> = Vec::with_capacity(found.len());
     let mut kept_ids: HashSet<MemoryId> = HashSet::new();
-    for f in &found {
+    for f in found {
         if f.memory.content.as_text().is_none() {
             continue;
         }
@@ -557,12 +627,47 @@ pub async fn context(
         Some(section) => (format!("{section}\n{block}"), profile_tokens + tokens),
         None => (block, tokens),
     };
-    let memories: Vec<Value> = kept.iter().take(included).map(|f| f.to_json()).collect();
+    kept.truncate(included);
+    Ok(Context {
+        block,
+        tokens,
+        query_tokens,
+        memories: kept,
+        profile,
+    })
+}
+
+pub async fn context(
+    Authenticated(principal): Authenticated,
+    SubjectPath(subject): SubjectPath,
+    body: web::Json<ContextInput>,
+    state: web::Data<RetrieverState>,
+) -> Result<HttpResponse, ApiError> {
+    principal.require_scope(Scope::MemoriesRead)?;
+    let input = body.into_inner();
+    let context = build_context(
+        &state,
+        ContextRequest {
+            tenant: principal.tenant,
+            subject: subject.clone(),
+            messages: input.messages,
+            last_n: input.last_n,
+            max_memories: input.max_memories,
+            min_relevance: input.min_relevance,
+            token_budget: input.token_budget,
+            mode: input.mode,
+            filters: input.filters,
+            expand_depth: input.expand_depth,
+            include_profile: input.include_profile,
+        },
+    )
+    .await?;
+    let memories: Vec<Value> = context.memories.iter().map(Found::to_json).collect();
     Ok(HttpResponse::Ok().json(json!({
-        "block": block,
-        "tokens": tokens,
-        "query_tokens": estimate_tokens(&query),
+        "block": context.block,
+        "tokens": context.tokens,
+        "query_tokens": context.query_tokens,
         "memories": memories,
-        "profile": profile.map(|p| p.to_json(&subject)),
+        "profile": context.profile.map(|p| p.to_json(&subject)),
     })))
 }

@@ -19,7 +19,7 @@ use mnemo_domain::{
 use mnemo_embed::LexicalEmbedder;
 use mnemo_read_model::sqlite::SqliteMemoryReadModel;
 use mnemo_read_model::{MemoryFilter, MemoryReadModel, ReadModelError};
-use mnemo_retriever::search::{find, Found, Mode};
+use mnemo_retriever::search::{find_memories, FindRequest, Found, Mode};
 use mnemo_retriever::RetrieverState;
 use mnemo_vector_index::{EdgeVectorIndex, Point, SearchFilter};
 
@@ -207,15 +207,17 @@ impl Fixture {
             states: vec![MemoryState::Active],
             ..Default::default()
         };
-        find(
+        find_memories(
             &self.state,
-            &principal,
-            &self.subject,
-            query,
-            k,
-            mode,
-            filter,
-            2,
+            FindRequest {
+                tenant: principal.tenant.clone(),
+                subject: self.subject.clone(),
+                query: query.to_owned(),
+                k,
+                mode,
+                filter,
+                expand_depth: 2,
+            },
         )
         .await
         .unwrap_or_else(|e| panic!("search failed: {e:?}"))

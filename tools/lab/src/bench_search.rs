@@ -15,7 +15,7 @@
 //!   over real HTTP, end to end: auth, query embedding, both index legs,
 //!   the read-model reads, ranking and MMR, the access signal, JSON;
 //! - **embed**: the embedder alone on the same query;
-//! - **find()**: `mnemo_retriever::search::find` in process on the server's
+//! - **find()**: `mnemo_retriever::search::find_memories` in process on the server's
 //!   own index and a read model on the same database, with the query vector
 //!   precomputed (an embedder that looks it up), i.e. mnemo's search
 //!   without the embedder and without HTTP;
@@ -48,7 +48,7 @@ use mnemo_domain::{
 use mnemo_embed::{CachedEmbedder, Embedder, EmbeddingSpace};
 use mnemo_read_model::sqlite::SqliteMemoryReadModel;
 use mnemo_read_model::MemoryReadModel;
-use mnemo_retriever::search::Mode;
+use mnemo_retriever::search::{FindRequest, Mode};
 use mnemo_retriever::RetrieverState;
 use mnemo_vector_index::DEFAULT_RRF_K;
 use mnemo_vector_index::{
@@ -697,7 +697,7 @@ async fn load(
 /// A retriever state beside an embedded server running on `settings`'
 /// data dir: the server's own index (`Application::vector_index`), and a
 /// read model, log and bus on a pool of its own over the same database.
-/// Calling `mnemo_retriever::search::find` with it is the server's search
+/// Calling `mnemo_retriever::search::find_memories` with it is the server's search
 /// without HTTP, with the embedder and RRF constant given here. Also used
 /// by `mnemo eval locomo`'s in-process experiments.
 pub(crate) async fn retriever_beside(
@@ -815,16 +815,18 @@ async fn measure(
     let find = |query: String| {
         let (state, principal, subject, filter) = (&state, &principal, &subject, filter.clone());
         async move {
-            mnemo_retriever::search::find(
+            mnemo_retriever::search::find_memories(
                 state,
-                principal,
-                subject,
-                &query,
-                K,
-                Mode::Hybrid,
-                filter,
-                // Ranking alone: no graph expansion in the measurement.
-                0,
+                FindRequest {
+                    tenant: principal.tenant.clone(),
+                    subject: subject.clone(),
+                    query,
+                    k: K,
+                    mode: Mode::Hybrid,
+                    filter,
+                    // Ranking alone: no graph expansion in the measurement.
+                    expand_depth: 0,
+                },
             )
             .await
             .map_err(|e| anyhow::anyhow!("find failed: {e}"))

@@ -48,7 +48,7 @@
 //! - `MNEMO_EVAL_DATA_DIR=DIR` (with `--skip-ingest`): instead of `--url`,
 //!   open DIR (the data dir of a *stopped* server that ran an earlier
 //!   ingest) in this process, with the settings of the environment as
-//!   `mnemo serve` would, and search through `mnemo_retriever::search::find`
+//!   `mnemo serve` would, and search through `mnemo_retriever::search::find_memories`
 //!   directly (ranking and MMR included, no HTTP), for the tenant
 //!   `MNEMO_EVAL_TENANT` (default `eval`). `MNEMO_EVAL_RRF_K=K` then sets
 //!   the RRF constant of hybrid search (default: the server's,
@@ -814,16 +814,18 @@ impl Shared {
             "semantic" => Mode::Semantic,
             _ => Mode::Hybrid,
         };
-        let found = mnemo_retriever::search::find(
+        let found = mnemo_retriever::search::find_memories(
             &in_process.state,
-            &in_process.principal,
-            &subject,
-            query.trim(),
-            k,
-            search_mode,
-            filter,
-            // Ranking alone: no graph expansion in the measurement.
-            0,
+            mnemo_retriever::search::FindRequest {
+                tenant: in_process.principal.tenant.clone(),
+                subject: subject.clone(),
+                query: query.trim().to_owned(),
+                k,
+                mode: search_mode,
+                filter,
+                // Ranking alone: no graph expansion in the measurement.
+                expand_depth: 0,
+            },
         )
         .await
         .map_err(|e| anyhow::anyhow!("search ({mode}) for {query:?} in process: {e}"))?;
