@@ -44,8 +44,8 @@ use uuid::Uuid;
 use crate::budget::LlmBudget;
 use crate::buffer::{Conversation, MessageBuffer};
 use crate::strategy::{
-    Candidate, ConsolidationStrategy, ConversationMessage, ExistingMemory, MergeAction,
-    RelationQuery, Spend,
+    Candidate, ConsolidationStrategy, ConversationMessage, ExistingMemory, FoundRelation,
+    MergeAction, MergeDecision, RelationQuery, Spend,
 };
 
 /// How many existing memories each candidate is compared with (the issue's
@@ -348,6 +348,12 @@ impl Pipeline {
     }
 
     /// One batch: the buffer rows are the caller's to remove afterwards.
+    ///
+    /// The batch goes through its steps in order: route by confidence,
+    /// compare with the subject's memories, the strategy's merge decisions,
+    /// then each kept candidate settled (reviewed, reinforced as a near
+    /// duplicate, or created) and its events emitted before the next one is
+    /// looked at, the LLM's extras, and the batch's record last.
     pub async fn consolidate(
         &self,
         conversation: &Conversation,
@@ -367,55 +373,56 @@ impl Pipeline {
             });
         }
         let messages = self.messages(tenant, ids).await?;
-        let mut outcome = Outcome {
-            messages: messages.len(),
-            ..Default::default()
-        };
         if messages.is_empty() {
-            return Ok(outcome);
+            return Ok(Outcome::default());
         }
         let spend = Spend::default();
-        let (active, extracted, mut fallback) =
+        let (active, extracted, fallback) =
             self.extract(tenant, &policy, &messages, &spend).await?;
-        outcome.candidates = extracted.len();
-        let auto_threshold = policy.auto_threshold_for(active.name());
-        let mut routed: Vec<RoutedCandidate> = Vec::with_capacity(extracted.len());
-        let mut candidates: Vec<Candidate> = Vec::new();
-        // For each kept candidate, its place in `routed` (whose route a
-        // protected contradiction may still change to review).
-        let mut slots: Vec<usize> = Vec::new();
-        for candidate in extracted {
-            let route = if candidate.confidence < policy.min_confidence {
-                Route::Discarded
-            } else if candidate.confidence < auto_threshold {
-                Route::Review
-            } else {
-                Route::Memory
-            };
-            routed.push(RoutedCandidate {
-                confidence: candidate.confidence,
-                route,
-            });
-            if route != Route::Discarded {
-                candidates.push(candidate);
-                slots.push(routed.len() - 1);
+        let mut batch = Batch {
+            conversation,
+            ids,
+            key,
+            record_id,
+            policy,
+            outcome: Outcome {
+                messages: messages.len(),
+                candidates: extracted.len(),
+                ..Default::default()
+            },
+            messages,
+            spend,
+            active,
+            fallback,
+            routed: Vec::with_capacity(extracted.len()),
+            candidates: Vec::new(),
+            slots: Vec::new(),
+            event_ids: Vec::new(),
+            vectors: Vec::new(),
+            neighbours: Vec::new(),
+            decisions: Vec::new(),
+            created_here: Vec::new(),
+            new_memories: Vec::new(),
+        };
+        batch.route(extracted);
+        self.compare(&mut batch).await?;
+        self.merge(&mut batch).await?;
+        let stamp = batch.stamp();
+        for index in 0..batch.candidates.len() {
+            if self.replayed(&mut batch, index).await? {
+                continue;
             }
+            let appends = batch.settle(index, &stamp);
+            self.emit(&stamp, appends).await?;
         }
-        outcome.below_threshold = outcome.candidates - candidates.len();
+        self.extras(&mut batch, &stamp).await?;
+        self.finish(batch, &stamp).await
+    }
 
-        let event_ids: Vec<EventId> = (0..candidates.len())
-            .map(|i| {
-                EventId::derived(&[
-                    "consolidation",
-                    tenant.as_str(),
-                    subject.as_str(),
-                    &key,
-                    &i.to_string(),
-                ])
-            })
-            .collect();
-        let texts: Vec<String> = candidates.iter().map(|c| c.content.clone()).collect();
-        let vectors = if texts.is_empty() {
+    /// Embeds the kept candidates and finds each one's nearest memories.
+    async fn compare(&self, batch: &mut Batch<'_>) -> Result<(), PipelineError> {
+        let texts: Vec<String> = batch.candidates.iter().map(|c| c.content.clone()).collect();
+        batch.vectors = if texts.is_empty() {
             Vec::new()
         } else {
             self.embedder
@@ -423,388 +430,158 @@ impl Pipeline {
                 .await
                 .map_err(|e| PipelineError::Embed(e.to_string()))?
         };
-        let mut neighbours: Vec<Vec<ExistingMemory>> = Vec::with_capacity(candidates.len());
-        for vector in &vectors {
-            neighbours.push(self.neighbours(tenant, subject, vector).await?);
+        let conversation = batch.conversation;
+        batch.neighbours = Vec::with_capacity(batch.candidates.len());
+        for vector in &batch.vectors {
+            batch.neighbours.push(
+                self.neighbours(&conversation.tenant, &conversation.subject, vector)
+                    .await?,
+            );
         }
-        let decisions = if candidates.is_empty() {
-            Vec::new()
-        } else {
-            match active.merge(&candidates, &neighbours, &spend).await {
-                Ok(decisions) => decisions,
-                Err(error) => {
-                    let Some(rules) = &self.fallback else {
-                        return Err(error.into());
-                    };
-                    tracing::warn!(tenant = %tenant, error = %error, "LLM merge failed; the rules decide this batch");
-                    fallback.get_or_insert_with(|| format!("llm_failed: {error}"));
-                    rules.merge(&candidates, &neighbours, &spend).await?
-                }
-            }
-        };
+        Ok(())
+    }
 
-        let producer = Producer {
-            strategy: active.name().to_owned(),
-            version: active.version().to_owned(),
-            model: active.model(),
-            prompt_version: active.prompt_version(),
-            fallback: fallback.as_ref().map(|reason| {
-                // The kind of failure, not its details (those are logged).
-                reason.split(':').next().unwrap_or(reason).to_owned()
-            }),
-        };
-        let metadata = EventMetadata {
-            actor: format!("mnemo-consolidator/{}", active.name()),
-            correlation_id: Some(format!("consolidation:{record_id}")),
-            causation_id: ids.last().copied(),
-            // Inside a consumed record's span this is the trace the message
-            // was posted in, so one trace runs ingest → consolidator →
-            // retriever (the idle sweeper starts a trace of its own).
-            traceparent: mnemo_telemetry::current_traceparent(),
-        };
-        let session = if conversation.session.is_empty() {
-            None
-        } else {
-            SessionId::parse(conversation.session.clone()).ok()
-        };
-        let append = |stream: String, event_id: EventId, event: DomainEvent| {
-            let metadata = metadata.clone();
-            async move {
-                self.log
-                    .append(
-                        tenant,
-                        &stream,
-                        ExpectedVersion::Any,
-                        vec![Pending {
-                            event_id,
-                            subject: Some(subject.clone()),
-                            event,
-                            metadata,
-                        }],
-                    )
-                    .await
-                    .map(|_| ())
+    /// The strategy's merge decisions for the kept candidates; the rules'
+    /// when an LLM's fail (the batch's fallback then says why).
+    async fn merge(&self, batch: &mut Batch<'_>) -> Result<(), PipelineError> {
+        if batch.candidates.is_empty() {
+            return Ok(());
+        }
+        let merged = batch
+            .active
+            .merge(&batch.candidates, &batch.neighbours, &batch.spend)
+            .await;
+        batch.decisions = match merged {
+            Ok(decisions) => decisions,
+            Err(error) => {
+                let Some(rules) = &self.fallback else {
+                    return Err(error.into());
+                };
+                tracing::warn!(tenant = %batch.conversation.tenant, error = %error, "LLM merge failed; the rules decide this batch");
+                batch
+                    .fallback
+                    .get_or_insert_with(|| format!("llm_failed: {error}"));
+                rules
+                    .merge(&batch.candidates, &batch.neighbours, &batch.spend)
+                    .await?
             }
         };
-        // Memories created earlier in this same batch: a later candidate
-        // that repeats one reinforces it (the index has not seen it yet).
-        let mut created_here: Vec<(MemoryId, MemoryKind, String, Vec<f32>)> = Vec::new();
-        // Memories created by this batch, for the relation step: (id, content, candidate index).
-        let mut new_memories: Vec<(MemoryId, String, usize)> = Vec::new();
-        for (index, candidate) in candidates.iter().enumerate() {
-            let event_id = event_ids[index];
-            let vector = &vectors[index];
-            let memory_id = MemoryId::from_uuid(Uuid::new_v5(
-                &Uuid::NAMESPACE_OID,
-                event_id.to_string().as_bytes(),
+        Ok(())
+    }
+
+    /// Whether kept candidate `index` is in the log already: a replay after
+    /// a crash. A memory it created is remembered, so a later candidate
+    /// repeating it still reinforces instead of duplicating.
+    async fn replayed(&self, batch: &mut Batch<'_>, index: usize) -> Result<bool, PipelineError> {
+        let tenant = &batch.conversation.tenant;
+        let Some(done) = self.recorded(tenant, &batch.event_ids[index]).await? else {
+            return Ok(false);
+        };
+        if done.event_type == "MemoryCreated" {
+            let memory_id = batch.memory_id(index);
+            let candidate = &batch.candidates[index];
+            batch.created_here.push((
+                memory_id,
+                candidate.kind,
+                candidate.content.clone(),
+                batch.vectors[index].clone(),
             ));
-            if let Some(done) = self.recorded(tenant, &event_id).await? {
-                // A replay after a crash: this candidate's event is in the
-                // log already. Remember a memory it created, so a later
-                // candidate repeating it still reinforces instead of duplicating.
-                if done.event_type == "MemoryCreated" {
-                    created_here.push((
-                        memory_id,
-                        candidate.kind,
-                        candidate.content.clone(),
-                        vector.clone(),
-                    ));
-                }
-                outcome.already_done += 1;
-                continue;
-            }
-            let (decision, why) = decisions
-                .iter()
-                .find(|d| d.candidate == index)
-                .map(|d| (d.action.clone(), d.reason.trim().to_owned()))
-                .unwrap_or((MergeAction::Keep, String::new()));
-            // The merge step's own words when it gave some: the audit trail's "why".
-            let why = |default: &str| {
-                if why.is_empty() {
-                    default.to_owned()
-                } else {
-                    why.clone()
-                }
-            };
-            let importance = importance_for(candidate.confidence, candidate.kind);
-            // Seed 002 §5.2: two important memories in contradiction are a
-            // person's call, not the model's.
-            let protected_conflict = match &decision {
-                MergeAction::Supersede { target } => {
-                    importance >= policy.protected_importance
-                        && neighbours[index]
-                            .iter()
-                            .find(|m| m.id == *target)
-                            .is_some_and(|m| m.importance >= policy.protected_importance)
-                }
-                _ => false,
-            };
-            let slot = &mut routed[slots[index]];
-            if protected_conflict && slot.route == Route::Memory {
-                slot.route = Route::Review;
-            }
-            let route = slot.route;
-
-            if route == Route::Review {
-                let (action, target, proposed) = match &decision {
-                    MergeAction::Skip => {
-                        outcome.skipped += 1;
-                        continue;
-                    }
-                    MergeAction::Keep => (ProposedAction::Create, None, candidate.content.clone()),
-                    MergeAction::Supersede { target } => (
-                        ProposedAction::Supersede,
-                        Some(*target),
-                        candidate.content.clone(),
-                    ),
-                    MergeAction::MergeInto { target, content } => {
-                        (ProposedAction::MergeInto, Some(*target), content.clone())
-                    }
-                };
-                let reason = if protected_conflict {
-                    "contradicts an important memory".to_owned()
-                } else {
-                    format!(
-                        "confidence {:.2} is below the auto threshold {:.2}",
-                        candidate.confidence, auto_threshold
-                    )
-                };
-                append(
-                    streams::review(&memory_id),
-                    event_id,
-                    DomainEvent::ReviewRequested(ReviewRequested {
-                        review_id: memory_id,
-                        proposed: SubjectText::new(proposed),
-                        kind: candidate.kind,
-                        confidence: candidate.confidence,
-                        source_event_ids: candidate.source_event_ids.clone(),
-                        tags: candidate.tags.clone(),
-                        action,
-                        target,
-                        reason: Some(SubjectText::new(reason)),
-                        excerpt: Some(SubjectText::new(excerpt(
-                            &messages,
-                            &candidate.source_event_ids,
-                        ))),
-                        producer: Some(producer.clone()),
-                        session: session.clone(),
-                        pii: Default::default(),
-                    }),
-                )
-                .await?;
-                outcome.reviews += 1;
-                continue;
-            }
-
-            // The same memory seen again: same kind, close in meaning, and
-            // sharing enough of its wording.
-            let nearest_existing = neighbours[index]
-                .iter()
-                .filter(|m| {
-                    m.kind == candidate.kind
-                        && m.similarity >= policy.similarity_threshold
-                        && text_overlap(&m.content, &candidate.content) >= MIN_TEXT_OVERLAP
-                })
-                .max_by(|a, b| a.similarity.total_cmp(&b.similarity))
-                .map(|m| m.id);
-            let nearest_here = created_here
-                .iter()
-                .filter(|(_, kind, content, _)| {
-                    *kind == candidate.kind
-                        && text_overlap(content, &candidate.content) >= MIN_TEXT_OVERLAP
-                })
-                .map(|(id, _, _, v)| (*id, cosine(v, vector)))
-                .filter(|(_, s)| *s >= policy.similarity_threshold)
-                .max_by(|a, b| a.1.total_cmp(&b.1))
-                .map(|(id, _)| id);
-            let reinforce = match &decision {
-                // The model rewrote or replaced a memory: that is its call.
-                MergeAction::MergeInto { .. } | MergeAction::Supersede { .. } => None,
-                MergeAction::Skip => nearest_existing
-                    .or(nearest_here)
-                    .or(neighbours[index].first().map(|m| m.id)),
-                MergeAction::Keep => nearest_existing.or(nearest_here),
-            };
-            if let Some(target) = reinforce {
-                let similarity = neighbours[index]
-                    .iter()
-                    .find(|m| m.id == target)
-                    .map_or(1.0, |m| m.similarity);
-                append(
-                    streams::memory(&target),
-                    event_id,
-                    DomainEvent::MemoryReinforced(MemoryReinforced {
-                        source_event_ids: candidate.source_event_ids.clone(),
-                        similarity,
-                    }),
-                )
-                .await?;
-                outcome.reinforced += 1;
-                continue;
-            }
-            if decision == MergeAction::Skip {
-                // Known already, and nothing close enough to reinforce.
-                outcome.skipped += 1;
-                continue;
-            }
-
-            let content = match &decision {
-                MergeAction::MergeInto { content, .. } => content.clone(),
-                _ => candidate.content.clone(),
-            };
-            append(
-                streams::memory(&memory_id),
-                event_id,
-                DomainEvent::MemoryCreated(MemoryCreated {
-                    memory_id,
-                    kind: candidate.kind,
-                    content: SubjectText::new(content.clone()),
-                    tags: candidate.tags.clone(),
-                    confidence: candidate.confidence,
-                    importance,
-                    state: MemoryState::Active,
-                    provenance: Provenance {
-                        source_event_ids: candidate.source_event_ids.clone(),
-                        producer: producer.clone(),
-                    },
-                    session: session.clone(),
-                    agent: None,
-                    pii: Default::default(),
-                }),
-            )
-            .await?;
-            outcome.created += 1;
-            created_here.push((memory_id, candidate.kind, content.clone(), vector.clone()));
-            new_memories.push((memory_id, content, index));
-            match decision {
-                MergeAction::Supersede { target } => {
-                    append(
-                        streams::memory(&target),
-                        EventId::derived(&["supersede", &event_id.to_string()]),
-                        DomainEvent::MemorySuperseded(MemorySuperseded {
-                            by: memory_id,
-                            reason: Some(SubjectText::new(why("a newer statement contradicts it"))),
-                        }),
-                    )
-                    .await?;
-                    outcome.superseded += 1;
-                }
-                MergeAction::MergeInto { target, .. } => {
-                    append(
-                        streams::memory(&target),
-                        EventId::derived(&["merge", &event_id.to_string()]),
-                        DomainEvent::MemoryMerged(MemoryMerged {
-                            into: memory_id,
-                            reason: Some(SubjectText::new(why(
-                                "merged into a more precise memory",
-                            ))),
-                        }),
-                    )
-                    .await?;
-                    outcome.merged += 1;
-                }
-                MergeAction::Keep | MergeAction::Skip => {}
-            }
         }
+        batch.outcome.already_done += 1;
+        Ok(true)
+    }
 
-        // Relations and the profile are the LLM's extras: a batch the rules
-        // consolidated has neither, and their failure loses no memory.
-        if fallback.is_none() && self.fallback.is_some() {
-            if policy.relations && !new_memories.is_empty() {
-                let queries: Vec<RelationQuery> = new_memories
-                    .iter()
-                    .map(|(id, content, index)| RelationQuery {
-                        memory: *id,
-                        content: content.clone(),
-                        neighbours: neighbours[*index]
-                            .iter()
-                            .filter(|m| m.id != *id)
-                            .take(RELATION_NEIGHBOURS)
-                            .map(|m| (m.id, m.content.clone()))
-                            .collect(),
-                    })
-                    .filter(|q| !q.neighbours.is_empty())
-                    .collect();
-                if !queries.is_empty() {
-                    match active.relate(&queries, &spend).await {
-                        Ok(found) => {
-                            for relation in found {
-                                let added = RelationAdded {
-                                    from: relation.from,
-                                    to: relation.to,
-                                    relation: relation.relation,
-                                    confidence: relation.confidence,
-                                };
-                                // Both ends carry the edge, so each memory's
-                                // history and row show it.
-                                for end in [relation.from, relation.to] {
-                                    append(
-                                        streams::memory(&end),
-                                        EventId::derived(&[
-                                            "relation",
-                                            &relation.from.to_string(),
-                                            &relation.to.to_string(),
-                                            relation.relation.as_str(),
-                                            &end.to_string(),
-                                        ]),
-                                        DomainEvent::RelationAdded(added.clone()),
-                                    )
-                                    .await?;
-                                }
-                                outcome.relations += 1;
-                            }
-                        }
-                        Err(error) => {
-                            tracing::warn!(tenant = %tenant, error = %error, "relation classification failed; the memories stay unlinked")
-                        }
-                    }
-                }
-            }
-            if policy.profile_every > 0 && outcome.created > 0 {
-                match self
-                    .update_profile(
-                        tenant,
-                        subject,
-                        &policy,
-                        active.as_ref(),
-                        &producer,
-                        &metadata,
-                        &spend,
-                    )
-                    .await
-                {
-                    Ok(updated) => outcome.profile_updated = updated,
-                    Err(error) => {
-                        tracing::warn!(tenant = %tenant, error = %error, "profile update failed; it is retried after the next batch")
-                    }
+    /// Appends the events in order, each to its stream of the subject.
+    async fn emit(&self, stamp: &Stamp<'_>, appends: Vec<Append>) -> Result<(), PipelineError> {
+        let conversation = stamp.conversation;
+        for append in appends {
+            self.log
+                .append(
+                    &conversation.tenant,
+                    &append.stream,
+                    ExpectedVersion::Any,
+                    vec![Pending {
+                        event_id: append.id,
+                        subject: Some(conversation.subject.clone()),
+                        event: append.event,
+                        metadata: stamp.metadata.clone(),
+                    }],
+                )
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Relations and the profile are the LLM's extras: a batch the rules
+    /// consolidated has neither, and their failure loses no memory.
+    async fn extras(&self, batch: &mut Batch<'_>, stamp: &Stamp<'_>) -> Result<(), PipelineError> {
+        if batch.fallback.is_some() || self.fallback.is_none() {
+            return Ok(());
+        }
+        if batch.policy.relations && !batch.new_memories.is_empty() {
+            self.relate(batch, stamp).await?;
+        }
+        if batch.policy.profile_every > 0 && batch.outcome.created > 0 {
+            match self.update_profile(batch, stamp).await {
+                Ok(updated) => batch.outcome.profile_updated = updated,
+                Err(error) => {
+                    tracing::warn!(tenant = %batch.conversation.tenant, error = %error, "profile update failed; it is retried after the next batch")
                 }
             }
         }
+        Ok(())
+    }
 
-        outcome.fallback = fallback.clone();
+    /// How each new memory relates to its nearest memories, as edges on
+    /// both ends.
+    async fn relate(&self, batch: &mut Batch<'_>, stamp: &Stamp<'_>) -> Result<(), PipelineError> {
+        let queries = batch.relation_queries();
+        if queries.is_empty() {
+            return Ok(());
+        }
+        let found = match batch.active.relate(&queries, &batch.spend).await {
+            Ok(found) => found,
+            Err(error) => {
+                tracing::warn!(tenant = %batch.conversation.tenant, error = %error, "relation classification failed; the memories stay unlinked");
+                return Ok(());
+            }
+        };
+        for relation in found {
+            self.emit(stamp, relation_events(&relation)).await?;
+            batch.outcome.relations += 1;
+        }
+        Ok(())
+    }
+
+    /// The batch's record, appended last: once it is in the log, a
+    /// redelivered batch returns before any LLM call.
+    async fn finish(&self, batch: Batch<'_>, stamp: &Stamp<'_>) -> Result<Outcome, PipelineError> {
+        let mut outcome = batch.outcome;
+        let spend = batch.spend;
+        outcome.fallback = batch.fallback.clone();
         outcome.llm_calls = spend.calls();
         outcome.llm_tokens = spend.tokens();
         let record = BatchConsolidated {
-            messages: u32::try_from(messages.len()).unwrap_or(u32::MAX),
-            strategy: active.name().to_owned(),
+            messages: u32::try_from(batch.messages.len()).unwrap_or(u32::MAX),
+            strategy: batch.active.name().to_owned(),
             model: self.strategy.model(),
             prompt_version: self.strategy.prompt_version(),
-            fallback,
+            fallback: batch.fallback,
             llm_calls: spend.calls(),
             prompt_tokens: spend.prompt_tokens(),
             completion_tokens: spend.completion_tokens(),
-            candidates: routed,
+            candidates: batch.routed,
             created: u32::try_from(outcome.created).unwrap_or(u32::MAX),
             reinforced: u32::try_from(outcome.reinforced).unwrap_or(u32::MAX),
             superseded: u32::try_from(outcome.superseded).unwrap_or(u32::MAX),
         };
         self.observe(&record, &spend);
-        append(
-            streams::consolidation(subject),
-            record_id,
-            DomainEvent::BatchConsolidated(record),
-        )
-        .await?;
+        let record = Append {
+            stream: streams::consolidation(&stamp.conversation.subject),
+            id: batch.record_id,
+            event: DomainEvent::BatchConsolidated(record),
+        };
+        self.emit(stamp, vec![record]).await?;
         Ok(outcome)
     }
 
@@ -847,17 +624,12 @@ impl Pipeline {
 
     /// Rewrites the subject's profile when `profile_every` memories were
     /// created since the last one (seed 003's throttled, incremental summary).
-    #[allow(clippy::too_many_arguments)]
     async fn update_profile(
         &self,
-        tenant: &TenantId,
-        subject: &SubjectId,
-        policy: &ConsolidationPolicy,
-        strategy: &dyn ConsolidationStrategy,
-        producer: &Producer,
-        metadata: &EventMetadata,
-        spend: &Spend,
+        batch: &Batch<'_>,
+        stamp: &Stamp<'_>,
     ) -> Result<bool, PipelineError> {
+        let (tenant, subject) = (&batch.conversation.tenant, &batch.conversation.subject);
         let stream = streams::profile(subject);
         let mut previous: Option<String> = None;
         let mut covered = 0;
@@ -889,7 +661,7 @@ impl Pipeline {
             )
             .await
             .map_err(mnemo_event_store::sealed::LogError::from)?;
-        if created.len() < policy.profile_every {
+        if created.len() < batch.policy.profile_every {
             return Ok(false);
         }
         let covers_position = created.last().map_or(covered, |e| e.global_position);
@@ -903,8 +675,9 @@ impl Pipeline {
                 }
             }
         }
-        let Some(summary) = strategy
-            .summarise(previous.as_deref(), &contents, spend)
+        let Some(summary) = batch
+            .active
+            .summarise(previous.as_deref(), &contents, &batch.spend)
             .await?
         else {
             return Ok(false);
@@ -926,14 +699,452 @@ impl Pipeline {
                         summary: SubjectText::new(summary),
                         memory_ids,
                         covers_position,
-                        producer: Some(producer.clone()),
+                        producer: Some(stamp.producer.clone()),
                     }),
-                    metadata: metadata.clone(),
+                    metadata: stamp.metadata.clone(),
                 }],
             )
             .await?;
         Ok(true)
     }
+}
+
+/// One event for the log: its stream, its derived id and itself.
+struct Append {
+    stream: String,
+    id: EventId,
+    event: DomainEvent,
+}
+
+/// What every event of a batch carries: the conversation it belongs to,
+/// who wrote it, and the metadata tying it to the batch.
+struct Stamp<'a> {
+    conversation: &'a Conversation,
+    producer: Producer,
+    metadata: EventMetadata,
+    session: Option<SessionId>,
+}
+
+/// One batch between extraction and its record: its messages, its
+/// candidates and what the strategy decided for them, and the record under
+/// construction (the routes and the outcome).
+struct Batch<'a> {
+    conversation: &'a Conversation,
+    /// The message ids, as the buffer handed them over.
+    ids: &'a [EventId],
+    /// The message ids sorted and joined: every id the batch derives (its
+    /// candidates' events, their memories, its record) is made from it.
+    key: String,
+    record_id: EventId,
+    policy: ConsolidationPolicy,
+    messages: Vec<ConversationMessage>,
+    spend: Spend,
+    /// Who extracted: the configured strategy, or the rules in its stead.
+    active: Arc<dyn ConsolidationStrategy>,
+    /// Why the rules answered instead of the LLM, when they did.
+    fallback: Option<String>,
+    /// Every extracted candidate's confidence and route, for the record.
+    routed: Vec<RoutedCandidate>,
+    /// The candidates routing kept (not discarded). The vectors below are
+    /// theirs, index for index.
+    candidates: Vec<Candidate>,
+    /// For each kept candidate, its place in `routed` (whose route a
+    /// protected contradiction may still change to review).
+    slots: Vec<usize>,
+    /// Each kept candidate's event id, whatever it becomes.
+    event_ids: Vec<EventId>,
+    vectors: Vec<Vec<f32>>,
+    /// Each kept candidate's nearest memories of the subject.
+    neighbours: Vec<Vec<ExistingMemory>>,
+    /// The merge step's decisions, by kept candidate index.
+    decisions: Vec<MergeDecision>,
+    /// Memories created earlier in this same batch: a later candidate
+    /// that repeats one reinforces it (the index has not seen it yet).
+    created_here: Vec<(MemoryId, MemoryKind, String, Vec<f32>)>,
+    /// Memories created by this batch, for the relation step: (id, content,
+    /// candidate index).
+    new_memories: Vec<(MemoryId, String, usize)>,
+    outcome: Outcome,
+}
+
+impl<'a> Batch<'a> {
+    fn auto_threshold(&self) -> f32 {
+        self.policy.auto_threshold_for(self.active.name())
+    }
+
+    /// Confidence routing: below `min_confidence` a candidate is discarded,
+    /// below the auto threshold held for review, else made a memory. Every
+    /// candidate goes in the record; the discarded ones go no further.
+    fn route(&mut self, extracted: Vec<Candidate>) {
+        let auto_threshold = self.auto_threshold();
+        for candidate in extracted {
+            let route = if candidate.confidence < self.policy.min_confidence {
+                Route::Discarded
+            } else if candidate.confidence < auto_threshold {
+                Route::Review
+            } else {
+                Route::Memory
+            };
+            self.routed.push(RoutedCandidate {
+                confidence: candidate.confidence,
+                route,
+            });
+            if route != Route::Discarded {
+                self.candidates.push(candidate);
+                self.slots.push(self.routed.len() - 1);
+            }
+        }
+        self.outcome.below_threshold = self.outcome.candidates - self.candidates.len();
+        let (tenant, subject) = (&self.conversation.tenant, &self.conversation.subject);
+        self.event_ids = (0..self.candidates.len())
+            .map(|i| {
+                EventId::derived(&[
+                    "consolidation",
+                    tenant.as_str(),
+                    subject.as_str(),
+                    &self.key,
+                    &i.to_string(),
+                ])
+            })
+            .collect();
+    }
+
+    /// The memory kept candidate `index` creates, or the review it asks
+    /// for: derived from its event id, so a replay finds the same one.
+    fn memory_id(&self, index: usize) -> MemoryId {
+        MemoryId::from_uuid(Uuid::new_v5(
+            &Uuid::NAMESPACE_OID,
+            self.event_ids[index].to_string().as_bytes(),
+        ))
+    }
+
+    /// Made once the merge step is done: the producer names the fallback,
+    /// which a failed LLM merge may have set.
+    fn stamp(&self) -> Stamp<'a> {
+        let active = &self.active;
+        let producer = Producer {
+            strategy: active.name().to_owned(),
+            version: active.version().to_owned(),
+            model: active.model(),
+            prompt_version: active.prompt_version(),
+            fallback: self.fallback.as_ref().map(|reason| {
+                // The kind of failure, not its details (those are logged).
+                reason.split(':').next().unwrap_or(reason).to_owned()
+            }),
+        };
+        let metadata = EventMetadata {
+            actor: format!("mnemo-consolidator/{}", active.name()),
+            correlation_id: Some(format!("consolidation:{}", self.record_id)),
+            causation_id: self.ids.last().copied(),
+            // Inside a consumed record's span this is the trace the message
+            // was posted in, so one trace runs ingest → consolidator →
+            // retriever (the idle sweeper starts a trace of its own).
+            traceparent: mnemo_telemetry::current_traceparent(),
+        };
+        let session = if self.conversation.session.is_empty() {
+            None
+        } else {
+            SessionId::parse(self.conversation.session.clone()).ok()
+        };
+        Stamp {
+            conversation: self.conversation,
+            producer,
+            metadata,
+            session,
+        }
+    }
+
+    /// What kept candidate `index` becomes, as the events to append in
+    /// order (none when it is skipped), counted in the outcome: a review,
+    /// a reinforcement of the memory it repeats, or a new memory.
+    fn settle(&mut self, index: usize, stamp: &Stamp<'_>) -> Vec<Append> {
+        let (decision, why) = self.decision(index);
+        let protected_conflict = self.protected_conflict(index, &decision);
+        let slot = &mut self.routed[self.slots[index]];
+        if protected_conflict && slot.route == Route::Memory {
+            slot.route = Route::Review;
+        }
+        if slot.route == Route::Review {
+            return self
+                .review(index, &decision, protected_conflict, stamp)
+                .into_iter()
+                .collect();
+        }
+        if let Some(target) = self.dedupe(index, &decision) {
+            self.outcome.reinforced += 1;
+            return vec![self.reinforcement(index, target)];
+        }
+        if decision == MergeAction::Skip {
+            // Known already, and nothing close enough to reinforce.
+            self.outcome.skipped += 1;
+            return Vec::new();
+        }
+        self.create(index, decision, &why, stamp)
+    }
+
+    /// The merge step's decision for kept candidate `index` and its reason
+    /// (Keep, and no reason, when it gave none).
+    fn decision(&self, index: usize) -> (MergeAction, String) {
+        self.decisions
+            .iter()
+            .find(|d| d.candidate == index)
+            .map(|d| (d.action.clone(), d.reason.trim().to_owned()))
+            .unwrap_or((MergeAction::Keep, String::new()))
+    }
+
+    /// Seed 002 §5.2: two important memories in contradiction are a
+    /// person's call, not the model's.
+    fn protected_conflict(&self, index: usize, decision: &MergeAction) -> bool {
+        let MergeAction::Supersede { target } = decision else {
+            return false;
+        };
+        let candidate = &self.candidates[index];
+        let protected = self.policy.protected_importance;
+        importance_for(candidate.confidence, candidate.kind) >= protected
+            && self.neighbours[index]
+                .iter()
+                .find(|m| m.id == *target)
+                .is_some_and(|m| m.importance >= protected)
+    }
+
+    /// The review a person decides, for a candidate in the review band or
+    /// in a protected contradiction; none when the merge step skips it.
+    fn review(
+        &mut self,
+        index: usize,
+        decision: &MergeAction,
+        protected_conflict: bool,
+        stamp: &Stamp<'_>,
+    ) -> Option<Append> {
+        let candidate = &self.candidates[index];
+        let (action, target, proposed) = match decision {
+            MergeAction::Skip => {
+                self.outcome.skipped += 1;
+                return None;
+            }
+            MergeAction::Keep => (ProposedAction::Create, None, candidate.content.clone()),
+            MergeAction::Supersede { target } => (
+                ProposedAction::Supersede,
+                Some(*target),
+                candidate.content.clone(),
+            ),
+            MergeAction::MergeInto { target, content } => {
+                (ProposedAction::MergeInto, Some(*target), content.clone())
+            }
+        };
+        let reason = if protected_conflict {
+            "contradicts an important memory".to_owned()
+        } else {
+            format!(
+                "confidence {:.2} is below the auto threshold {:.2}",
+                candidate.confidence,
+                self.auto_threshold()
+            )
+        };
+        let memory_id = self.memory_id(index);
+        let review = DomainEvent::ReviewRequested(ReviewRequested {
+            review_id: memory_id,
+            proposed: SubjectText::new(proposed),
+            kind: candidate.kind,
+            confidence: candidate.confidence,
+            source_event_ids: candidate.source_event_ids.clone(),
+            tags: candidate.tags.clone(),
+            action,
+            target,
+            reason: Some(SubjectText::new(reason)),
+            excerpt: Some(SubjectText::new(excerpt(
+                &self.messages,
+                &candidate.source_event_ids,
+            ))),
+            producer: Some(stamp.producer.clone()),
+            session: stamp.session.clone(),
+            pii: Default::default(),
+        });
+        self.outcome.reviews += 1;
+        Some(Append {
+            stream: streams::review(&memory_id),
+            id: self.event_ids[index],
+            event: review,
+        })
+    }
+
+    /// Near duplicates: the memory kept candidate `index` repeats, to be
+    /// reinforced instead of created again, when the decision leaves that
+    /// to the pipeline. The same memory seen again is of the same kind,
+    /// close in meaning, and shares enough of its wording; it is in the
+    /// index already or was created earlier in this batch.
+    fn dedupe(&self, index: usize, decision: &MergeAction) -> Option<MemoryId> {
+        let candidate = &self.candidates[index];
+        let threshold = self.policy.similarity_threshold;
+        let neighbours = &self.neighbours[index];
+        let nearest_existing = neighbours
+            .iter()
+            .filter(|m| {
+                m.kind == candidate.kind
+                    && m.similarity >= threshold
+                    && text_overlap(&m.content, &candidate.content) >= MIN_TEXT_OVERLAP
+            })
+            .max_by(|a, b| a.similarity.total_cmp(&b.similarity))
+            .map(|m| m.id);
+        let nearest_here = self
+            .created_here
+            .iter()
+            .filter(|(_, kind, content, _)| {
+                *kind == candidate.kind
+                    && text_overlap(content, &candidate.content) >= MIN_TEXT_OVERLAP
+            })
+            .map(|(id, _, _, v)| (*id, cosine(v, &self.vectors[index])))
+            .filter(|(_, s)| *s >= threshold)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(id, _)| id);
+        match decision {
+            // The model rewrote or replaced a memory: that is its call.
+            MergeAction::MergeInto { .. } | MergeAction::Supersede { .. } => None,
+            MergeAction::Skip => nearest_existing
+                .or(nearest_here)
+                .or(neighbours.first().map(|m| m.id)),
+            MergeAction::Keep => nearest_existing.or(nearest_here),
+        }
+    }
+
+    fn reinforcement(&self, index: usize, target: MemoryId) -> Append {
+        let similarity = self.neighbours[index]
+            .iter()
+            .find(|m| m.id == target)
+            .map_or(1.0, |m| m.similarity);
+        Append {
+            stream: streams::memory(&target),
+            id: self.event_ids[index],
+            event: DomainEvent::MemoryReinforced(MemoryReinforced {
+                source_event_ids: self.candidates[index].source_event_ids.clone(),
+                similarity,
+            }),
+        }
+    }
+
+    /// A new memory, then the supersession or merge of the memory it
+    /// replaces. `why` is the merge step's reason, when it gave one: the
+    /// audit trail's "why".
+    fn create(
+        &mut self,
+        index: usize,
+        decision: MergeAction,
+        why: &str,
+        stamp: &Stamp<'_>,
+    ) -> Vec<Append> {
+        let why = |default: &str| {
+            if why.is_empty() {
+                default.to_owned()
+            } else {
+                why.to_owned()
+            }
+        };
+        let event_id = self.event_ids[index];
+        let memory_id = self.memory_id(index);
+        let candidate = &self.candidates[index];
+        let content = match &decision {
+            MergeAction::MergeInto { content, .. } => content.clone(),
+            _ => candidate.content.clone(),
+        };
+        let mut appends = vec![Append {
+            stream: streams::memory(&memory_id),
+            id: event_id,
+            event: DomainEvent::MemoryCreated(MemoryCreated {
+                memory_id,
+                kind: candidate.kind,
+                content: SubjectText::new(content.clone()),
+                tags: candidate.tags.clone(),
+                confidence: candidate.confidence,
+                importance: importance_for(candidate.confidence, candidate.kind),
+                state: MemoryState::Active,
+                provenance: Provenance {
+                    source_event_ids: candidate.source_event_ids.clone(),
+                    producer: stamp.producer.clone(),
+                },
+                session: stamp.session.clone(),
+                agent: None,
+                pii: Default::default(),
+            }),
+        }];
+        self.outcome.created += 1;
+        self.created_here.push((
+            memory_id,
+            candidate.kind,
+            content.clone(),
+            self.vectors[index].clone(),
+        ));
+        self.new_memories.push((memory_id, content, index));
+        match decision {
+            MergeAction::Supersede { target } => {
+                appends.push(Append {
+                    stream: streams::memory(&target),
+                    id: EventId::derived(&["supersede", &event_id.to_string()]),
+                    event: DomainEvent::MemorySuperseded(MemorySuperseded {
+                        by: memory_id,
+                        reason: Some(SubjectText::new(why("a newer statement contradicts it"))),
+                    }),
+                });
+                self.outcome.superseded += 1;
+            }
+            MergeAction::MergeInto { target, .. } => {
+                appends.push(Append {
+                    stream: streams::memory(&target),
+                    id: EventId::derived(&["merge", &event_id.to_string()]),
+                    event: DomainEvent::MemoryMerged(MemoryMerged {
+                        into: memory_id,
+                        reason: Some(SubjectText::new(why("merged into a more precise memory"))),
+                    }),
+                });
+                self.outcome.merged += 1;
+            }
+            MergeAction::Keep | MergeAction::Skip => {}
+        }
+        appends
+    }
+
+    /// Each new memory and the nearest of its neighbours, for the relation
+    /// step; a memory with no neighbour has nothing to relate to.
+    fn relation_queries(&self) -> Vec<RelationQuery> {
+        self.new_memories
+            .iter()
+            .map(|(id, content, index)| RelationQuery {
+                memory: *id,
+                content: content.clone(),
+                neighbours: self.neighbours[*index]
+                    .iter()
+                    .filter(|m| m.id != *id)
+                    .take(RELATION_NEIGHBOURS)
+                    .map(|m| (m.id, m.content.clone()))
+                    .collect(),
+            })
+            .filter(|q| !q.neighbours.is_empty())
+            .collect()
+    }
+}
+
+/// A classified relation as its two events: both ends carry the edge, so
+/// each memory's history and row show it.
+fn relation_events(relation: &FoundRelation) -> Vec<Append> {
+    let added = RelationAdded {
+        from: relation.from,
+        to: relation.to,
+        relation: relation.relation,
+        confidence: relation.confidence,
+    };
+    [relation.from, relation.to]
+        .into_iter()
+        .map(|end| Append {
+            stream: streams::memory(&end),
+            id: EventId::derived(&[
+                "relation",
+                &relation.from.to_string(),
+                &relation.to.to_string(),
+                relation.relation.as_str(),
+                &end.to_string(),
+            ]),
+            event: DomainEvent::RelationAdded(added.clone()),
+        })
+        .collect()
 }
 
 #[cfg(test)]
