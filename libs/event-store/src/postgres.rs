@@ -192,6 +192,9 @@ impl PostgresEventStore {
         rows.iter().map(Self::decode_row).collect()
     }
 
+    // One function on purpose: the stream's advisory lock, the idempotency
+    // and version checks and the inserts must share one transaction (its
+    // xid is the events' position), which a split would hand around.
     async fn try_append(
         &self,
         tenant: &TenantId,

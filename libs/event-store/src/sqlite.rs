@@ -136,6 +136,10 @@ impl SqliteEventStore {
 
 #[async_trait]
 impl EventStore for SqliteEventStore {
+    // One function on purpose: the idempotency check, the version check,
+    // the position assignment and the inserts must share one IMMEDIATE
+    // transaction, and splitting it would pass that transaction through
+    // helpers that each could commit or drop it early.
     async fn append(
         &self,
         tenant: &TenantId,

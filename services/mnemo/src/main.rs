@@ -220,15 +220,12 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    let config = cli.config;
     match cli.command {
         Command::Serve { data_dir, listen } => {
-            let settings = settings(&cli.config, data_dir, listen)?;
+            let settings = settings(&config, data_dir, listen)?;
             let _telemetry = init_telemetry(&settings)?;
-            runtime.block_on(async {
-                let app = mnemo_app::Application::build(settings.clone()).await?;
-                tracing::info!(data_dir = %settings.data_dir.display(), port = app.port(), "mnemo is listening on {}:{}", settings.listen.ip(), app.port());
-                app.run().await
-            })?;
+            runtime.block_on(serve(settings))
         }
         Command::Token {
             data_dir,
@@ -238,42 +235,85 @@ fn main() -> anyhow::Result<()> {
             actor,
             ttl_seconds,
         } => {
-            let settings = settings(&cli.config, data_dir, None)?;
-            let secret = match &settings.auth.hs256_secret {
-                Some(secret) => secret.expose_secret().as_bytes().to_vec(),
-                None => {
-                    mnemo_app::secrets::load_or_create_dev_secret(&settings.dev_secret_file())?.0
-                }
-            };
-            let minter = Minter::hs256(&secret, &settings.auth.issuer, &settings.auth.audience);
-            let token = minter.mint(&MintRequest {
-                tenant: TenantId::parse(tenant).context("invalid --tenant")?,
-                actor,
-                scopes: parse_scopes(&scopes)?,
-                subject: subject
-                    .map(SubjectId::parse)
-                    .transpose()
-                    .context("invalid --subject")?,
-                ttl: Duration::from_secs(ttl_seconds),
-            })?;
+            let settings = settings(&config, data_dir, None)?;
+            let token = mint_token(&settings, tenant, subject, &scopes, actor, ttl_seconds)?;
             println!("{token}");
+            Ok(())
         }
-        Command::Bench {
-            what:
-                BenchCommand::Ingest {
-                    url,
-                    token,
-                    messages,
-                    batches,
-                    concurrency,
-                    subjects,
-                },
+        Command::Bench { what } => runtime.block_on(bench(what)),
+        Command::Eval { what } => runtime.block_on(eval(config, what)),
+        Command::Forget { data_dir, dry_run } => {
+            let settings = settings(&config, data_dir, None)?;
+            let _telemetry = init_telemetry(&settings)?;
+            runtime.block_on(mnemo_app::forget::run(&settings, dry_run))
+        }
+        Command::Reindex { data_dir } => {
+            let settings = settings(&config, data_dir, None)?;
+            let _telemetry = init_telemetry(&settings)?;
+            runtime.block_on(mnemo_app::reindex::run(&settings))
+        }
+        Command::Dev {
+            what: DevCommand::Kafka { port, partitions },
+        } => runtime.block_on(mnemo_lab::dev_kafka::run(port, partitions)),
+        Command::Dev {
+            what: DevCommand::Llm { port },
+        } => runtime.block_on(mnemo_lab::dev_llm::run(port)),
+        Command::Migrate { data_dir } => {
+            let settings = settings(&config, data_dir, None)?;
+            let _telemetry = init_telemetry(&settings)?;
+            runtime.block_on(migrate(&settings))
+        }
+    }
+}
+
+async fn serve(settings: Settings) -> anyhow::Result<()> {
+    let app = mnemo_app::Application::build(settings.clone()).await?;
+    tracing::info!(data_dir = %settings.data_dir.display(), port = app.port(), "mnemo is listening on {}:{}", settings.listen.ip(), app.port());
+    app.run().await
+}
+
+/// A development token signed with the configured HS256 secret, or the
+/// data dir's dev secret when none is configured.
+fn mint_token(
+    settings: &Settings,
+    tenant: String,
+    subject: Option<String>,
+    scopes: &[String],
+    actor: String,
+    ttl_seconds: u64,
+) -> anyhow::Result<String> {
+    let secret = match &settings.auth.hs256_secret {
+        Some(secret) => secret.expose_secret().as_bytes().to_vec(),
+        None => mnemo_app::secrets::load_or_create_dev_secret(&settings.dev_secret_file())?.0,
+    };
+    let minter = Minter::hs256(&secret, &settings.auth.issuer, &settings.auth.audience);
+    Ok(minter.mint(&MintRequest {
+        tenant: TenantId::parse(tenant).context("invalid --tenant")?,
+        actor,
+        scopes: parse_scopes(scopes)?,
+        subject: subject
+            .map(SubjectId::parse)
+            .transpose()
+            .context("invalid --subject")?,
+        ttl: Duration::from_secs(ttl_seconds),
+    })?)
+}
+
+async fn bench(what: BenchCommand) -> anyhow::Result<()> {
+    match what {
+        BenchCommand::Ingest {
+            url,
+            token,
+            messages,
+            batches,
+            concurrency,
+            subjects,
         } => {
             anyhow::ensure!(
                 messages > 0 && concurrency > 0 && subjects > 0 && batches.iter().all(|b| *b > 0),
                 "counts must be positive"
             );
-            runtime.block_on(mnemo_lab::bench::ingest(
+            mnemo_lab::bench::ingest(
                 mnemo_lab::bench::IngestBench {
                     url,
                     token,
@@ -284,97 +324,77 @@ fn main() -> anyhow::Result<()> {
                     round: 0,
                 },
                 &batches,
-            ))?;
+            )
+            .await
         }
-        Command::Bench {
-            what: BenchCommand::Search { sizes, queries },
-        } => {
-            runtime.block_on(mnemo_lab::bench_search::search(
-                mnemo_lab::bench_search::SearchBenchArgs { sizes, queries },
-            ))?;
+        BenchCommand::Search { sizes, queries } => {
+            mnemo_lab::bench_search::search(mnemo_lab::bench_search::SearchBenchArgs {
+                sizes,
+                queries,
+            })
+            .await
         }
-        Command::Eval {
-            what:
-                EvalCommand::Locomo {
-                    file,
-                    url,
-                    token,
-                    modes,
-                    subject_prefix,
-                    skip_ingest,
-                },
+    }
+}
+
+async fn eval(config: Option<PathBuf>, what: EvalCommand) -> anyhow::Result<()> {
+    match what {
+        EvalCommand::Locomo {
+            file,
+            url,
+            token,
+            modes,
+            subject_prefix,
+            skip_ingest,
         } => {
-            runtime.block_on(mnemo_lab::eval::locomo(mnemo_lab::eval::LocomoArgs {
+            mnemo_lab::eval::locomo(mnemo_lab::eval::LocomoArgs {
                 file,
                 url,
                 token,
                 modes,
                 subject_prefix,
                 skip_ingest,
-            }))?;
+            })
+            .await
         }
-        Command::Eval {
-            what:
-                EvalCommand::Consolidation {
-                    file,
-                    data_dir,
-                    limit,
-                    subject_prefix,
-                },
+        EvalCommand::Consolidation {
+            file,
+            data_dir,
+            limit,
+            subject_prefix,
         } => {
-            runtime.block_on(mnemo_lab::eval_consolidation::consolidation(
-                cli.config.clone(),
+            mnemo_lab::eval_consolidation::consolidation(
+                config,
                 mnemo_lab::eval_consolidation::ConsolidationArgs {
                     file,
                     data_dir,
                     limit,
                     subject_prefix,
                 },
-            ))?;
+            )
+            .await
         }
-        Command::Forget { data_dir, dry_run } => {
-            let settings = settings(&cli.config, data_dir, None)?;
-            let _telemetry = init_telemetry(&settings)?;
-            runtime.block_on(mnemo_app::forget::run(&settings, dry_run))?;
+    }
+}
+
+/// The schema: PostgreSQL as the schema owner when a database is
+/// configured, else the data dir's SQLite file.
+async fn migrate(settings: &Settings) -> anyhow::Result<()> {
+    match &settings.database {
+        Some(database) => {
+            let owner = database.owner_url.as_ref().context(
+                "set MNEMO_DATABASE_OWNER_URL: migrations run as the schema owner, \
+                 not as the application role",
+            )?;
+            mnemo_pg::migrate(owner.expose_secret())
+                .await
+                .context("PostgreSQL migration failed")?;
+            tracing::info!("PostgreSQL schema is up to date");
         }
-        Command::Reindex { data_dir } => {
-            let settings = settings(&cli.config, data_dir, None)?;
-            let _telemetry = init_telemetry(&settings)?;
-            runtime.block_on(mnemo_app::reindex::run(&settings))?;
-        }
-        Command::Dev {
-            what: DevCommand::Kafka { port, partitions },
-        } => {
-            runtime.block_on(mnemo_lab::dev_kafka::run(port, partitions))?;
-        }
-        Command::Dev {
-            what: DevCommand::Llm { port },
-        } => {
-            runtime.block_on(mnemo_lab::dev_llm::run(port))?;
-        }
-        Command::Migrate { data_dir } => {
-            let settings = settings(&cli.config, data_dir, None)?;
-            let _telemetry = init_telemetry(&settings)?;
-            runtime.block_on(async {
-                match &settings.database {
-                    Some(database) => {
-                        let owner = database.owner_url.as_ref().context(
-                            "set MNEMO_DATABASE_OWNER_URL: migrations run as the schema owner, \
-                             not as the application role",
-                        )?;
-                        mnemo_pg::migrate(owner.expose_secret())
-                            .await
-                            .context("PostgreSQL migration failed")?;
-                        tracing::info!("PostgreSQL schema is up to date");
-                    }
-                    None => {
-                        std::fs::create_dir_all(&settings.data_dir)?;
-                        mnemo_event_store::sqlite::connect(&settings.database_file()).await?;
-                        tracing::info!(database = %settings.database_file().display(), "database is up to date");
-                    }
-                }
-                anyhow::Ok(())
-            })?;
+        None => {
+            std::fs::create_dir_all(&settings.data_dir)?;
+            mnemo_event_store::sqlite::connect(&settings.database_file()).await?;
+            tracing::info!(database = %settings.database_file().display(), "database is up to date");
         }
     }
     Ok(())
