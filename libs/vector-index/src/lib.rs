@@ -43,13 +43,15 @@ mod qdrant_fake;
 pub mod qdrant_standin {
     pub use crate::qdrant_fake::start;
 }
+mod settings;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
 
 #[cfg(feature = "edge")]
 pub use edge::{EdgeStats, EdgeVectorIndex};
 #[cfg(feature = "qdrant")]
-pub use qdrant::{QdrantSettings, QdrantVectorIndex};
+pub use qdrant::QdrantVectorIndex;
+pub use settings::QdrantSettings;
 
 /// Qdrant's usual RRF constant; [`SearchRequest::default`] uses it.
 pub const DEFAULT_RRF_K: u32 = 60;

@@ -513,10 +513,7 @@ pub async fn open_index(
     };
     let space = embedder.space();
     let mut config = mnemo_vector_index::QdrantSettings::new(qdrant.url.clone());
-    config.api_key = qdrant
-        .api_key
-        .as_ref()
-        .map(|k| k.expose_secret().to_owned());
+    config.api_key = qdrant.api_key.clone();
     config.collection_prefix = qdrant.collection_prefix.clone();
     let index = mnemo_vector_index::QdrantVectorIndex::connect(
         &config,
