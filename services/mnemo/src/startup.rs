@@ -28,7 +28,7 @@ use mnemo_consolidator::Consolidator;
 use mnemo_crypto::{MasterKey, SqliteSubjectKeyStore, SubjectCipher, SubjectKeyStore};
 use mnemo_domain::events::ErasureStep;
 use mnemo_domain::{SubjectId, TenantId};
-use mnemo_embed::{EmbedSettings, Embedder, EmbedderKind};
+use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_event_store::sqlite::{self, SqliteEventStore};
 use mnemo_event_store::EventStore;
@@ -127,23 +127,7 @@ impl ErasureTarget for PipelineStateErasure {
 
 /// The embedder the settings ask for (see `mnemo-embed`'s `build`).
 pub async fn build_embedder(settings: &Settings) -> anyhow::Result<Arc<dyn Embedder>> {
-    let embedding = &settings.embedding;
-    let mut embed = EmbedSettings {
-        kind: embedding
-            .kind
-            .parse::<EmbedderKind>()
-            .context("embedding.kind")?,
-        model_dir: embedding.model_dir.clone(),
-        model: embedding.model.clone(),
-        base_url: embedding.base_url.clone(),
-        api_key: embedding.api_key.clone(),
-        dimension: embedding.dimension,
-        ..EmbedSettings::default()
-    };
-    if let Some(cache) = &embedding.cache_dir {
-        embed.cache_dir = cache.clone();
-    }
-    let embedder = mnemo_embed::build(&embed)
+    let embedder = mnemo_embed::build(&settings.embedding)
         .await
         .context("cannot set up the embedder")?;
     tracing::info!(model = %embedder.space().model, dimension = embedder.space().dimension, "embedder ready");
@@ -512,11 +496,8 @@ pub async fn open_index(
         return Ok(open_vector_index(settings, embedder, log).await?);
     };
     let space = embedder.space();
-    let mut config = mnemo_vector_index::QdrantSettings::new(qdrant.url.clone());
-    config.api_key = qdrant.api_key.clone();
-    config.collection_prefix = qdrant.collection_prefix.clone();
     let index = mnemo_vector_index::QdrantVectorIndex::connect(
-        &config,
+        qdrant,
         &space.collection_name(),
         space.dimension,
     )
@@ -678,7 +659,7 @@ impl Application {
             Some(llm) => {
                 let strategy = LlmStrategy::from_settings(llm)
                     .map_err(|e| anyhow::anyhow!("cannot set up the LLM: {e}"))?;
-                tracing::info!(model = %llm.model, prompts = %strategy.prompt_version().unwrap_or_default(), "LLM consolidation on; the rules are its fallback");
+                tracing::info!(model = %llm.chat.model, prompts = %strategy.prompt_version().unwrap_or_default(), "LLM consolidation on; the rules are its fallback");
                 (
                     Arc::new(strategy) as Arc<dyn ConsolidationStrategy>,
                     Some(rules),
@@ -724,8 +705,8 @@ impl Application {
                 .llm
                 .as_ref()
                 .map(|llm| mnemo_retriever::report::LlmPricing {
-                    input_per_million: llm.price_input_per_million,
-                    output_per_million: llm.price_output_per_million,
+                    input_per_million: llm.pricing.input_per_million,
+                    output_per_million: llm.pricing.output_per_million,
                 })
                 .unwrap_or_default(),
             consolidation: Arc::new(settings.consolidation.clone()),
