@@ -230,9 +230,20 @@ fn read_file(path: &Path) -> Result<RawSettings, ConfigError> {
         path: path.to_owned(),
         source,
     })?;
-    toml::from_str(&text).map_err(|error| ConfigError::Parse {
-        path: path.to_owned(),
-        message: error.message().to_owned(),
+    toml::from_str(&text).map_err(|error| {
+        // The line, not its text: a value may be a password. Serde names an
+        // unknown key, but not the key of a value it cannot take.
+        let message = match error.span() {
+            Some(span) => {
+                let line = text[..span.start].matches('\n').count() + 1;
+                format!("{} (line {line})", error.message())
+            }
+            None => error.message().to_owned(),
+        };
+        ConfigError::Parse {
+            path: path.to_owned(),
+            message,
+        }
     })
 }
 

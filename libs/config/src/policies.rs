@@ -141,4 +141,15 @@ mod tests {
             "{error}"
         );
     }
+
+    #[test]
+    fn an_unknown_pii_action_is_refused_naming_its_line() {
+        let error = load_toml("[pii.default]\ndefault = \"shred\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("shred") && error.contains("line 2"),
+            "{error}"
+        );
+    }
 }
