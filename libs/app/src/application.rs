@@ -355,7 +355,7 @@ fn build_consolidator(
         Some(llm) => {
             let strategy = LlmStrategy::from_settings(llm)
                 .map_err(|e| anyhow::anyhow!("cannot set up the LLM: {e}"))?;
-            tracing::info!(model = %llm.model, prompts = %strategy.prompt_version().unwrap_or_default(), "LLM consolidation on; the rules are its fallback");
+            tracing::info!(model = %llm.chat.model, prompts = %strategy.prompt_version().unwrap_or_default(), "LLM consolidation on; the rules are its fallback");
             (
                 Arc::new(strategy) as Arc<dyn ConsolidationStrategy>,
                 Some(rules),
@@ -398,8 +398,8 @@ fn retriever_state(
             .llm
             .as_ref()
             .map(|llm| mnemo_retriever::report::LlmPricing {
-                input_per_million: llm.price_input_per_million,
-                output_per_million: llm.price_output_per_million,
+                input_per_million: llm.pricing.input_per_million,
+                output_per_million: llm.pricing.output_per_million,
             })
             .unwrap_or_default(),
         consolidation: Arc::new(settings.consolidation.clone()),

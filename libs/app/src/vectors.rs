@@ -4,31 +4,14 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use mnemo_config::Settings;
-use mnemo_embed::{EmbedSettings, Embedder, EmbedderKind};
+use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_vector_index::collections::{Collections, ReplayMarker};
 use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
-use secrecy::ExposeSecret;
 
 /// The embedder the settings ask for (see `mnemo-embed`'s `build`).
 pub async fn build_embedder(settings: &Settings) -> anyhow::Result<Arc<dyn Embedder>> {
-    let embedding = &settings.embedding;
-    let mut embed = EmbedSettings {
-        kind: embedding
-            .kind
-            .parse::<EmbedderKind>()
-            .context("embedding.kind")?,
-        model_dir: embedding.model_dir.clone(),
-        model: embedding.model.clone(),
-        base_url: embedding.base_url.clone(),
-        api_key: embedding.api_key.clone(),
-        dimension: embedding.dimension,
-        ..EmbedSettings::default()
-    };
-    if let Some(cache) = &embedding.cache_dir {
-        embed.cache_dir = cache.clone();
-    }
-    let embedder = mnemo_embed::build(&embed)
+    let embedder = mnemo_embed::build(&settings.embedding)
         .await
         .context("cannot set up the embedder")?;
     tracing::info!(model = %embedder.space().model, dimension = embedder.space().dimension, "embedder ready");
@@ -99,14 +82,8 @@ pub async fn open_index(
         return Ok(open_vector_index(settings, embedder, log).await?);
     };
     let space = embedder.space();
-    let mut config = mnemo_vector_index::QdrantSettings::new(qdrant.url.clone());
-    config.api_key = qdrant
-        .api_key
-        .as_ref()
-        .map(|k| k.expose_secret().to_owned());
-    config.collection_prefix = qdrant.collection_prefix.clone();
     let index = mnemo_vector_index::QdrantVectorIndex::connect(
-        &config,
+        qdrant,
         &space.collection_name(),
         space.dimension,
     )

@@ -3,20 +3,39 @@
 //! `MNEMO_*` environment variables, then command-line flags. Unknown keys
 //! are refused, secrets are `secrecy` types, and everything is validated
 //! once here so nothing downstream re-checks (ripgrep's raw → checked args).
+//!
+//! Each section of the file has a raw twin (`RawX`: the file's values, then
+//! the environment's over them) that resolves once into the typed settings,
+//! where a lib owns the section, into that lib's own settings type
+//! (`mnemo_embed::EmbedSettings`, `mnemo_llm::LlmConfig`,
+//! `mnemo_vector_index::QdrantSettings`), so nothing is mapped or parsed
+//! again downstream. An error names the key, and the variable when there is
+//! one.
 
-use std::collections::{BTreeMap, HashMap};
+mod auth;
+mod embedding;
+mod env;
+mod llm;
+mod policies;
+mod process;
+mod stores;
+
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use std::time::Duration;
-
-use mnemo_auth::JwtAlgorithm;
 use mnemo_domain::consolidation::ConsolidationPolicy;
-use mnemo_domain::forgetting::ForgetPolicy;
-use mnemo_pii::Policy;
-use mnemo_telemetry::LogFormat;
+use mnemo_embed::EmbedSettings;
+use mnemo_vector_index::QdrantSettings;
 use secrecy::SecretString;
 use serde::Deserialize;
+
+pub use crate::auth::{AuthSettings, PublicKeySetting};
+use crate::env::Env;
+pub use crate::llm::LlmSettings;
+pub use crate::policies::{ForgettingSettings, PiiSettings, Policies};
+pub use crate::process::{Limits, TelemetrySettings};
+pub use crate::stores::{DatabaseSettings, KafkaSettings};
 
 pub const DEFAULT_DATA_DIR: &str = "./mnemo-data";
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -37,12 +56,14 @@ pub enum ConfigError {
     Invalid { key: String, message: String },
 }
 
-fn check_postgres_url(key: &str, url: &str) -> Result<(), ConfigError> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(())
-    } else {
-        // Never echo the value: it may hold a password.
-        Err(invalid(key, "a postgres:// URL"))
+impl ConfigError {
+    /// A stable code for start-up errors and tools.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ConfigError::Read { .. } => "config_unreadable",
+            ConfigError::Parse { .. } => "config_malformed",
+            ConfigError::Invalid { .. } => "config_invalid_setting",
+        }
     }
 }
 
@@ -60,293 +81,29 @@ struct RawSettings {
     listen: Option<String>,
     master_key: Option<String>,
     #[serde(default)]
-    auth: RawAuth,
+    auth: auth::RawAuth,
     #[serde(default)]
-    pii: RawPii,
+    pii: policies::RawPii,
     #[serde(default)]
-    limits: RawLimits,
+    limits: process::RawLimits,
     #[serde(default)]
-    telemetry: RawTelemetry,
+    telemetry: process::RawTelemetry,
     #[serde(default)]
-    bus: RawBus,
+    bus: process::RawBus,
     #[serde(default)]
-    embedding: RawEmbedding,
+    embedding: embedding::RawEmbedding,
     #[serde(default)]
-    consolidation: RawPolicies<ConsolidationPolicy>,
+    consolidation: policies::RawConsolidation,
     #[serde(default)]
-    forgetting: RawForgetting,
+    forgetting: policies::RawForgetting,
     #[serde(default)]
-    database: RawDatabase,
+    database: stores::RawDatabase,
     #[serde(default)]
-    kafka: RawKafka,
+    kafka: stores::RawKafka,
     #[serde(default)]
-    qdrant: RawQdrant,
+    qdrant: stores::RawQdrant,
     #[serde(default)]
-    llm: RawLlm,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLlm {
-    base_url: Option<String>,
-    api_key: Option<String>,
-    model: Option<String>,
-    temperature: Option<f32>,
-    timeout_seconds: Option<f64>,
-    max_retries: Option<u32>,
-    response_format: Option<String>,
-    prompts_dir: Option<PathBuf>,
-    attempts: Option<u32>,
-    price_input_per_million: Option<f64>,
-    price_output_per_million: Option<f64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDatabase {
-    url: Option<String>,
-    system_url: Option<String>,
-    owner_url: Option<String>,
-    max_connections: Option<u32>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawKafka {
-    brokers: Option<String>,
-    partitions: Option<i32>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawQdrant {
-    url: Option<String>,
-    api_key: Option<String>,
-    collection_prefix: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawEmbedding {
-    kind: Option<String>,
-    model_dir: Option<PathBuf>,
-    model: Option<String>,
-    base_url: Option<String>,
-    api_key: Option<String>,
-    cache_dir: Option<PathBuf>,
-    dimension: Option<usize>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPolicies<P> {
-    #[serde(default)]
-    default: Option<P>,
-    #[serde(default = "BTreeMap::new")]
-    tenants: BTreeMap<String, P>,
-}
-
-impl<P> Default for RawPolicies<P> {
-    fn default() -> Self {
-        RawPolicies {
-            default: None,
-            tenants: BTreeMap::new(),
-        }
-    }
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawForgetting {
-    interval_seconds: Option<f64>,
-    default: Option<ForgetPolicy>,
-    #[serde(default)]
-    tenants: BTreeMap<String, ForgetPolicy>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawAuth {
-    issuer: Option<String>,
-    audience: Option<String>,
-    hs256_secret: Option<String>,
-    #[serde(default)]
-    public_keys: Vec<RawPublicKey>,
-    allowed_algorithms: Option<Vec<String>>,
-    leeway_seconds: Option<u64>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPublicKey {
-    algorithm: String,
-    pem_file: PathBuf,
-    kid: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPii {
-    default: Option<Policy>,
-    #[serde(default)]
-    tenants: BTreeMap<String, Policy>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLimits {
-    max_body_bytes: Option<usize>,
-    max_messages_per_request: Option<usize>,
-    max_content_chars: Option<usize>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTelemetry {
-    log_format: Option<LogFormat>,
-    log_filter: Option<String>,
-    otlp_endpoint: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawBus {
-    partitions: Option<u32>,
-}
-
-#[derive(Debug, Clone)]
-pub struct PublicKeySetting {
-    pub algorithm: JwtAlgorithm,
-    pub pem_file: PathBuf,
-    pub kid: Option<String>,
-}
-
-#[derive(Debug, Clone)]
-pub struct AuthSettings {
-    pub issuer: String,
-    pub audience: String,
-    /// None: the embedded mode uses (and creates) the dev secret in the data dir.
-    pub hs256_secret: Option<SecretString>,
-    pub public_keys: Vec<PublicKeySetting>,
-    pub allowed_algorithms: Vec<JwtAlgorithm>,
-    pub leeway_seconds: u64,
-}
-
-#[derive(Debug, Clone)]
-pub struct PiiSettings {
-    pub default: Policy,
-    pub tenants: BTreeMap<String, Policy>,
-}
-
-impl PiiSettings {
-    pub fn policy_for(&self, tenant: &str) -> &Policy {
-        self.tenants.get(tenant).unwrap_or(&self.default)
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    pub max_body_bytes: usize,
-    pub max_messages_per_request: usize,
-    pub max_content_chars: usize,
-}
-
-#[derive(Debug, Clone)]
-pub struct TelemetrySettings {
-    pub log_format: LogFormat,
-    pub log_filter: String,
-    pub otlp_endpoint: Option<String>,
-}
-
-/// Which embedder, and where its model or endpoint is (see `mnemo-embed`).
-#[derive(Debug, Clone, Default)]
-pub struct EmbeddingSettings {
-    /// `auto`, `local`, `openai` or `lexical`.
-    pub kind: String,
-    pub model_dir: Option<PathBuf>,
-    pub model: Option<String>,
-    pub base_url: Option<String>,
-    pub api_key: Option<SecretString>,
-    /// None: the platform cache dir.
-    pub cache_dir: Option<PathBuf>,
-    pub dimension: Option<usize>,
-}
-
-/// A default policy and per-tenant overrides.
-#[derive(Debug, Clone, Default)]
-pub struct Policies<P> {
-    pub default: P,
-    pub tenants: BTreeMap<String, P>,
-}
-
-impl<P> Policies<P> {
-    pub fn for_tenant(&self, tenant: &str) -> &P {
-        self.tenants.get(tenant).unwrap_or(&self.default)
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct ForgettingSettings {
-    /// How often the forgetter scores every memory.
-    pub interval: Duration,
-    pub policies: Policies<ForgetPolicy>,
-}
-
-/// PostgreSQL instead of the data dir's SQLite file (see `docs/postgres.md`).
-/// URLs are secrets: they may carry passwords.
-#[derive(Debug, Clone)]
-pub struct DatabaseSettings {
-    /// The services' login (`mnemo_app`): tenant-scoped access only.
-    pub url: SecretString,
-    /// The relay's and the cross-tenant passes' login (`mnemo_system`).
-    /// None: the app URL with the user replaced by `mnemo_system`.
-    pub system_url: Option<SecretString>,
-    /// The owner's login, for `mnemo migrate` only.
-    pub owner_url: Option<SecretString>,
-    pub max_connections: u32,
-}
-
-/// Kafka instead of the in-process bus (see `docs/kafka.md`).
-#[derive(Debug, Clone)]
-pub struct KafkaSettings {
-    /// `host:port[,host:port…]`.
-    pub brokers: String,
-    /// Partitions of the topics mnemo creates when they are missing.
-    pub partitions: i32,
-}
-
-/// A Qdrant server instead of the data dir's qdrant-edge shard.
-#[derive(Debug, Clone)]
-pub struct QdrantSettings {
-    /// The gRPC endpoint, e.g. `http://qdrant:6334`.
-    pub url: String,
-    pub api_key: Option<SecretString>,
-    pub collection_prefix: String,
-}
-
-/// An OpenAI-compatible chat endpoint for consolidation (docs/llm.md).
-/// None: the rules consolidate, as before.
-#[derive(Debug, Clone)]
-pub struct LlmSettings {
-    /// Up to the API version: `https://api.openai.com/v1`,
-    /// `http://localhost:11434/v1` (Ollama), an Azure deployment URL.
-    pub base_url: String,
-    pub api_key: Option<SecretString>,
-    pub model: String,
-    pub temperature: f32,
-    /// Per HTTP attempt.
-    pub timeout: Duration,
-    /// HTTP retries on 429/5xx/timeouts, after the first attempt.
-    pub max_retries: u32,
-    /// `json_schema`, `json_object` or `none`.
-    pub response_format: String,
-    /// The operator's prompt set; None: the built-in one.
-    pub prompts_dir: Option<PathBuf>,
-    /// Answers asked for per call before the batch falls back to the rules.
-    pub attempts: u32,
-    /// Price per million tokens, for the cost report (0 when unknown).
-    pub price_input_per_million: f64,
-    pub price_output_per_million: f64,
+    llm: llm::RawLlm,
 }
 
 #[derive(Debug, Clone)]
@@ -360,7 +117,8 @@ pub struct Settings {
     pub limits: Limits,
     pub telemetry: TelemetrySettings,
     pub bus_partitions: u32,
-    pub embedding: EmbeddingSettings,
+    /// Which embedder, and where its model or endpoint is.
+    pub embedding: EmbedSettings,
     pub consolidation: Policies<ConsolidationPolicy>,
     pub forgetting: ForgettingSettings,
     /// None: SQLite in the data dir.
@@ -412,13 +170,53 @@ pub fn load_from(
     overrides: &Overrides,
     env: &HashMap<String, String>,
 ) -> Result<Settings, ConfigError> {
-    let get = |key: &str| env.get(key).filter(|v| !v.is_empty()).cloned();
+    let env = Env::new(env);
+    let (data_dir, raw) = read_settings(overrides, &env)?;
+    let listen = overrides
+        .listen
+        .clone()
+        .or_else(|| env.get("MNEMO_LISTEN"))
+        .or(raw.listen)
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_owned())
+        .parse()
+        .map_err(|_| {
+            invalid(
+                "listen",
+                "expected HOST:PORT with an IP address, e.g. 127.0.0.1:8080",
+            )
+        })?;
+    let master_key = env
+        .get("MNEMO_MASTER_KEY")
+        .or(raw.master_key)
+        .map(SecretString::from);
+    // Sections resolve in this order, so the first invalid one is reported.
+    Ok(Settings {
+        data_dir,
+        listen,
+        master_key,
+        auth: raw.auth.with_env(&env).resolve()?,
+        limits: raw.limits.resolve()?,
+        telemetry: raw.telemetry.with_env(&env).resolve()?,
+        bus_partitions: raw.bus.resolve()?,
+        embedding: raw.embedding.with_env(&env)?.resolve()?,
+        database: raw.database.with_env(&env).resolve()?,
+        kafka: raw.kafka.with_env(&env)?.resolve()?,
+        qdrant: raw.qdrant.with_env(&env).resolve()?,
+        llm: raw.llm.with_env(&env)?.resolve()?,
+        consolidation: raw.consolidation.resolve()?,
+        forgetting: raw.forgetting.resolve()?,
+        pii: raw.pii.resolve(),
+    })
+}
 
-    // The data dir decides where the default config file is, so settle it first.
+/// The data dir and the file's settings. The data dir decides where the
+/// default config file is, so it is settled first (from the flags, the
+/// environment, or the explicit file).
+fn read_settings(overrides: &Overrides, env: &Env) -> Result<(PathBuf, RawSettings), ConfigError> {
     let explicit_file = overrides
         .config_file
         .clone()
-        .or_else(|| get("MNEMO_CONFIG").map(PathBuf::from));
+        .or_else(|| env.get("MNEMO_CONFIG").map(PathBuf::from));
     let mut raw = match &explicit_file {
         Some(path) => read_file(path)?,
         None => RawSettings::default(),
@@ -426,7 +224,7 @@ pub fn load_from(
     let data_dir = overrides
         .data_dir
         .clone()
-        .or_else(|| get("MNEMO_DATA_DIR").map(PathBuf::from))
+        .or_else(|| env.get("MNEMO_DATA_DIR").map(PathBuf::from))
         .or_else(|| raw.data_dir.clone())
         .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
     if explicit_file.is_none() {
@@ -435,373 +233,7 @@ pub fn load_from(
             raw = read_file(&implicit)?;
         }
     }
-
-    let listen_raw = overrides
-        .listen
-        .clone()
-        .or_else(|| get("MNEMO_LISTEN"))
-        .or(raw.listen)
-        .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
-    let listen: SocketAddr = listen_raw.parse().map_err(|_| {
-        invalid(
-            "listen",
-            "expected HOST:PORT with an IP address, e.g. 127.0.0.1:8080",
-        )
-    })?;
-
-    let master_key = get("MNEMO_MASTER_KEY")
-        .or(raw.master_key)
-        .map(SecretString::from);
-
-    let auth = raw.auth;
-    let allowed_algorithms = match auth.allowed_algorithms {
-        Some(names) => names
-            .iter()
-            .map(|name| {
-                name.parse::<JwtAlgorithm>().map_err(|_| {
-                    invalid(
-                        "auth.allowed_algorithms",
-                        format!("unknown algorithm {name}"),
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?,
-        None => vec![
-            JwtAlgorithm::HS256,
-            JwtAlgorithm::RS256,
-            JwtAlgorithm::ES256,
-            JwtAlgorithm::EdDSA,
-        ],
-    };
-    let public_keys = auth
-        .public_keys
-        .into_iter()
-        .map(|key| {
-            Ok(PublicKeySetting {
-                algorithm: key.algorithm.parse::<JwtAlgorithm>().map_err(|_| {
-                    invalid(
-                        "auth.public_keys.algorithm",
-                        format!("unknown algorithm {}", key.algorithm),
-                    )
-                })?,
-                pem_file: key.pem_file,
-                kid: key.kid,
-            })
-        })
-        .collect::<Result<Vec<_>, ConfigError>>()?;
-    let hs256_secret = get("MNEMO_JWT_SECRET").or(auth.hs256_secret);
-    if let Some(secret) = &hs256_secret {
-        if secret.len() < 32 {
-            return Err(invalid("auth.hs256_secret", "must be at least 32 bytes"));
-        }
-    }
-    let auth = AuthSettings {
-        issuer: get("MNEMO_JWT_ISSUER")
-            .or(auth.issuer)
-            .unwrap_or_else(|| DEFAULT_ISSUER.to_owned()),
-        audience: get("MNEMO_JWT_AUDIENCE")
-            .or(auth.audience)
-            .unwrap_or_else(|| DEFAULT_AUDIENCE.to_owned()),
-        hs256_secret: hs256_secret.map(SecretString::from),
-        public_keys,
-        allowed_algorithms,
-        leeway_seconds: auth.leeway_seconds.unwrap_or(30),
-    };
-    if auth.leeway_seconds > 300 {
-        return Err(invalid("auth.leeway_seconds", "at most 300"));
-    }
-
-    let limits = Limits {
-        max_body_bytes: raw.limits.max_body_bytes.unwrap_or(1024 * 1024),
-        max_messages_per_request: raw.limits.max_messages_per_request.unwrap_or(100),
-        max_content_chars: raw.limits.max_content_chars.unwrap_or(32 * 1024),
-    };
-    if limits.max_body_bytes == 0
-        || limits.max_messages_per_request == 0
-        || limits.max_content_chars == 0
-    {
-        return Err(invalid("limits", "every limit must be greater than zero"));
-    }
-
-    let telemetry = TelemetrySettings {
-        log_format: match get("MNEMO_LOG_FORMAT") {
-            Some(format) => match format.as_str() {
-                "text" => LogFormat::Text,
-                "json" => LogFormat::Json,
-                _ => return Err(invalid("MNEMO_LOG_FORMAT", "text or json")),
-            },
-            None => raw.telemetry.log_format.unwrap_or_default(),
-        },
-        log_filter: get("MNEMO_LOG")
-            .or(raw.telemetry.log_filter)
-            .unwrap_or_else(|| "info".to_owned()),
-        otlp_endpoint: get("MNEMO_OTLP_ENDPOINT")
-            .or_else(|| get("OTEL_EXPORTER_OTLP_ENDPOINT"))
-            .or(raw.telemetry.otlp_endpoint),
-    };
-
-    let bus_partitions = raw.bus.partitions.unwrap_or(1);
-    if bus_partitions == 0 {
-        return Err(invalid("bus.partitions", "must be at least 1"));
-    }
-
-    let raw_embedding = raw.embedding;
-    let embedding = EmbeddingSettings {
-        kind: get("MNEMO_EMBEDDER")
-            .or(raw_embedding.kind)
-            .unwrap_or_else(|| "auto".to_owned()),
-        model_dir: get("MNEMO_EMBED_MODEL_DIR")
-            .map(PathBuf::from)
-            .or(raw_embedding.model_dir),
-        model: get("MNEMO_EMBED_MODEL").or(raw_embedding.model),
-        base_url: get("MNEMO_EMBED_BASE_URL").or(raw_embedding.base_url),
-        api_key: get("MNEMO_EMBED_API_KEY")
-            .or(raw_embedding.api_key)
-            .map(SecretString::from),
-        cache_dir: get("MNEMO_MODEL_CACHE")
-            .map(PathBuf::from)
-            .or(raw_embedding.cache_dir),
-        dimension: match get("MNEMO_EMBED_DIMENSION") {
-            Some(raw) => Some(
-                raw.trim()
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|d| *d > 0)
-                    .ok_or_else(|| {
-                        invalid(
-                            "embedding.dimension (MNEMO_EMBED_DIMENSION)",
-                            "must be a positive integer",
-                        )
-                    })?,
-            ),
-            None => raw_embedding.dimension,
-        },
-    };
-    if !["auto", "local", "openai", "lexical"].contains(&embedding.kind.as_str()) {
-        return Err(invalid(
-            "embedding.kind (MNEMO_EMBEDDER)",
-            "auto, local, openai or lexical",
-        ));
-    }
-
-    let raw_database = raw.database;
-    let database = match get("MNEMO_DATABASE_URL").or(raw_database.url) {
-        Some(url) => {
-            check_postgres_url("database.url (MNEMO_DATABASE_URL)", &url)?;
-            let system_url = get("MNEMO_DATABASE_SYSTEM_URL").or(raw_database.system_url);
-            let owner_url = get("MNEMO_DATABASE_OWNER_URL").or(raw_database.owner_url);
-            for (key, value) in [
-                (
-                    "database.system_url (MNEMO_DATABASE_SYSTEM_URL)",
-                    &system_url,
-                ),
-                ("database.owner_url (MNEMO_DATABASE_OWNER_URL)", &owner_url),
-            ] {
-                if let Some(url) = value {
-                    check_postgres_url(key, url)?;
-                }
-            }
-            let max_connections = raw_database.max_connections.unwrap_or(10);
-            if max_connections < 2 {
-                return Err(invalid("database.max_connections", "at least 2"));
-            }
-            Some(DatabaseSettings {
-                url: SecretString::from(url),
-                system_url: system_url.map(SecretString::from),
-                owner_url: owner_url.map(SecretString::from),
-                max_connections,
-            })
-        }
-        None => None,
-    };
-    let raw_kafka = raw.kafka;
-    let kafka = match get("MNEMO_KAFKA_BROKERS").or(raw_kafka.brokers) {
-        Some(brokers) if brokers.trim().is_empty() => None,
-        Some(brokers) => {
-            let partitions = match get("MNEMO_KAFKA_PARTITIONS") {
-                Some(raw) => raw.trim().parse::<i32>().ok(),
-                None => Some(raw_kafka.partitions.unwrap_or(6)),
-            }
-            .filter(|p| *p > 0)
-            .ok_or_else(|| {
-                invalid(
-                    "kafka.partitions (MNEMO_KAFKA_PARTITIONS)",
-                    "a positive integer",
-                )
-            })?;
-            Some(KafkaSettings {
-                brokers: brokers.trim().to_owned(),
-                partitions,
-            })
-        }
-        None => None,
-    };
-    let raw_qdrant = raw.qdrant;
-    let qdrant = match get("MNEMO_QDRANT_URL").or(raw_qdrant.url) {
-        Some(url) => {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(invalid(
-                    "qdrant.url (MNEMO_QDRANT_URL)",
-                    "an http:// or https:// URL of Qdrant's gRPC port (6334)",
-                ));
-            }
-            Some(QdrantSettings {
-                url,
-                api_key: get("MNEMO_QDRANT_API_KEY")
-                    .or(raw_qdrant.api_key)
-                    .map(SecretString::from),
-                collection_prefix: get("MNEMO_QDRANT_COLLECTION_PREFIX")
-                    .or(raw_qdrant.collection_prefix)
-                    .unwrap_or_else(|| "mnemo-".to_owned()),
-            })
-        }
-        None => None,
-    };
-
-    let raw_llm = raw.llm;
-    let llm_url = get("MNEMO_LLM_BASE_URL").or(raw_llm.base_url);
-    let llm_model = get("MNEMO_LLM_MODEL").or(raw_llm.model);
-    let llm = match (llm_url, llm_model) {
-        (None, None) => None,
-        (Some(_), None) | (None, Some(_)) => {
-            return Err(invalid(
-                "llm (MNEMO_LLM_BASE_URL, MNEMO_LLM_MODEL)",
-                "both the base URL and the model, or neither",
-            ))
-        }
-        (Some(base_url), Some(model)) => {
-            if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-                return Err(invalid(
-                    "llm.base_url (MNEMO_LLM_BASE_URL)",
-                    "an http:// or https:// URL up to the API version, e.g. https://api.openai.com/v1",
-                ));
-            }
-            let number = |key: &str, file: Option<f64>| -> Result<Option<f64>, ConfigError> {
-                match get(key) {
-                    Some(raw) => raw
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|v| v.is_finite() && *v >= 0.0)
-                        .map(Some)
-                        .ok_or_else(|| invalid(key, "a non-negative number")),
-                    None => Ok(file),
-                }
-            };
-            let temperature =
-                number("MNEMO_LLM_TEMPERATURE", raw_llm.temperature.map(f64::from))?.unwrap_or(0.0);
-            if temperature > 2.0 {
-                return Err(invalid(
-                    "llm.temperature (MNEMO_LLM_TEMPERATURE)",
-                    "between 0 and 2",
-                ));
-            }
-            let timeout =
-                number("MNEMO_LLM_TIMEOUT_SECONDS", raw_llm.timeout_seconds)?.unwrap_or(60.0);
-            if !(0.1..=3600.0).contains(&timeout) {
-                return Err(invalid(
-                    "llm.timeout_seconds (MNEMO_LLM_TIMEOUT_SECONDS)",
-                    "between 0.1 and 3600",
-                ));
-            }
-            let response_format = get("MNEMO_LLM_RESPONSE_FORMAT")
-                .or(raw_llm.response_format)
-                .unwrap_or_else(|| "json_schema".to_owned());
-            if !["json_schema", "json_object", "none"].contains(&response_format.as_str()) {
-                return Err(invalid(
-                    "llm.response_format (MNEMO_LLM_RESPONSE_FORMAT)",
-                    "json_schema, json_object or none",
-                ));
-            }
-            let attempts = match get("MNEMO_LLM_ATTEMPTS") {
-                Some(raw) => raw
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|n| (1..=10).contains(n))
-                    .ok_or_else(|| invalid("MNEMO_LLM_ATTEMPTS", "between 1 and 10"))?,
-                None => raw_llm.attempts.unwrap_or(3),
-            };
-            Some(LlmSettings {
-                base_url,
-                api_key: get("MNEMO_LLM_API_KEY")
-                    .or(raw_llm.api_key)
-                    .map(SecretString::from),
-                model,
-                temperature: temperature as f32,
-                timeout: Duration::from_secs_f64(timeout),
-                max_retries: raw_llm.max_retries.unwrap_or(3),
-                response_format,
-                prompts_dir: get("MNEMO_LLM_PROMPTS_DIR")
-                    .map(PathBuf::from)
-                    .or(raw_llm.prompts_dir),
-                attempts,
-                price_input_per_million: number(
-                    "MNEMO_LLM_PRICE_INPUT_PER_MILLION",
-                    raw_llm.price_input_per_million,
-                )?
-                .unwrap_or(0.0),
-                price_output_per_million: number(
-                    "MNEMO_LLM_PRICE_OUTPUT_PER_MILLION",
-                    raw_llm.price_output_per_million,
-                )?
-                .unwrap_or(0.0),
-            })
-        }
-    };
-
-    let consolidation = Policies {
-        default: raw.consolidation.default.unwrap_or_default(),
-        tenants: raw.consolidation.tenants,
-    };
-    for policy in std::iter::once(&consolidation.default).chain(consolidation.tenants.values()) {
-        if policy.batch_size == 0
-            || !(0.0..=1.0).contains(&policy.min_confidence)
-            || !(0.0..=1.0).contains(&policy.similarity_threshold)
-            || !(0.0..=1.0).contains(&policy.protected_importance)
-            || policy
-                .auto_threshold
-                .is_some_and(|t| !(policy.min_confidence..=1.0).contains(&t))
-        {
-            return Err(invalid(
-                "consolidation",
-                "batch_size ≥ 1; min_confidence, similarity_threshold and protected_importance within 0..1; auto_threshold within min_confidence..1",
-            ));
-        }
-    }
-    let interval = raw.forgetting.interval_seconds.unwrap_or(3600.0);
-    if !(0.01..=1e7).contains(&interval) {
-        return Err(invalid(
-            "forgetting.interval_seconds",
-            "between 0.01 and 1e7",
-        ));
-    }
-    let forgetting = ForgettingSettings {
-        interval: Duration::from_secs_f64(interval),
-        policies: Policies {
-            default: raw.forgetting.default.unwrap_or_default(),
-            tenants: raw.forgetting.tenants,
-        },
-    };
-
-    Ok(Settings {
-        data_dir,
-        listen,
-        master_key,
-        auth,
-        pii: PiiSettings {
-            default: raw.pii.default.unwrap_or_default(),
-            tenants: raw.pii.tenants,
-        },
-        limits,
-        telemetry,
-        bus_partitions,
-        embedding,
-        consolidation,
-        forgetting,
-        database,
-        kafka,
-        qdrant,
-        llm,
-    })
+    Ok((data_dir, raw))
 }
 
 fn read_file(path: &Path) -> Result<RawSettings, ConfigError> {
@@ -809,14 +241,56 @@ fn read_file(path: &Path) -> Result<RawSettings, ConfigError> {
         path: path.to_owned(),
         source,
     })?;
-    toml::from_str(&text).map_err(|error| ConfigError::Parse {
-        path: path.to_owned(),
-        message: error.message().to_owned(),
+    toml::from_str(&text).map_err(|error| {
+        // The line, not its text: a value may be a password. Serde names an
+        // unknown key, but not the key of a value it cannot take.
+        let message = match error.span() {
+            Some(span) => {
+                let line = text[..span.start].matches('\n').count() + 1;
+                format!("{} (line {line})", error.message())
+            }
+            None => error.message().to_owned(),
+        };
+        ConfigError::Parse {
+            path: path.to_owned(),
+            message,
+        }
     })
+}
+
+/// Loading from a file or an environment, for the sections' tests.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::collections::HashMap;
+
+    use crate::{load_from, ConfigError, Overrides, Settings};
+
+    pub(crate) fn load_env(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let env: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        load_from(&Overrides::default(), &env)
+    }
+
+    pub(crate) fn load_toml(text: &str) -> Result<Settings, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mnemo.toml");
+        std::fs::write(&file, text).unwrap();
+        load_from(
+            &Overrides {
+                config_file: Some(file),
+                ..Default::default()
+            },
+            &HashMap::new(),
+        )
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use mnemo_pii::{Action, PiiKind};
     use secrecy::ExposeSecret;
@@ -850,11 +324,14 @@ mod tests {
         .unwrap()
         .llm
         .unwrap();
-        assert_eq!(on.model, "qwen2.5:7b");
-        assert_eq!(on.response_format, "json_object");
-        assert_eq!(on.api_key.unwrap().expose_secret(), "sk-test");
+        assert_eq!(on.chat.model, "qwen2.5:7b");
+        assert_eq!(
+            on.chat.response_format,
+            mnemo_llm::ResponseFormat::JsonObject
+        );
+        assert_eq!(on.chat.api_key.unwrap().expose_secret(), "sk-test");
         assert_eq!(on.attempts, 3);
-        assert!((on.price_input_per_million - 0.15).abs() < 1e-9);
+        assert!((on.pricing.input_per_million - 0.15).abs() < 1e-9);
         let bad = load_from(
             &Overrides::default(),
             &env(&[
@@ -931,7 +408,7 @@ mod tests {
             ]),
         )
         .unwrap();
-        assert_eq!(settings.embedding.kind, "lexical");
+        assert_eq!(settings.embedding.kind, mnemo_embed::EmbedderKind::Lexical);
         assert_eq!(
             settings.embedding.model_dir,
             Some(PathBuf::from("/models/x"))

@@ -45,13 +45,15 @@ mod qdrant_fake;
 pub mod qdrant_standin {
     pub use crate::qdrant_fake::start;
 }
+mod settings;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
 
 #[cfg(feature = "edge")]
 pub use edge::{EdgeStats, EdgeVectorIndex};
 #[cfg(feature = "qdrant")]
-pub use qdrant::{QdrantSettings, QdrantVectorIndex};
+pub use qdrant::QdrantVectorIndex;
+pub use settings::QdrantSettings;
 
 /// The reciprocal-rank-fusion constant of hybrid search, for every caller
 /// ([`SearchRequest::default`], the retriever, the consolidator's neighbour

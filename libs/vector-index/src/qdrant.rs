@@ -32,7 +32,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use mnemo_domain::{MemoryId, SubjectId, TenantId};
@@ -52,6 +51,7 @@ use qdrant_client::qdrant::{
 };
 use qdrant_client::{Payload, Qdrant, QdrantError};
 use qdrant_edge::bm25_embed::EdgeBm25;
+use secrecy::ExposeSecret;
 use serde_json::Value;
 use tracing::debug;
 
@@ -59,7 +59,8 @@ use crate::checks::{check_dense, check_payload_tenant, check_point, same_tenant}
 use crate::fusion::{self, Fused};
 use crate::payload::{self, fields};
 use crate::{
-    bm25, Hit, Point, PointPayload, SearchMode, SearchRequest, VectorIndex, VectorIndexError,
+    bm25, Hit, Point, PointPayload, QdrantSettings, SearchMode, SearchRequest, VectorIndex,
+    VectorIndexError,
 };
 
 const DENSE: &str = "dense";
@@ -93,48 +94,6 @@ fn compatible_server(server_version: &str) -> bool {
 
 /// Longest collection name the server accepts.
 const MAX_COLLECTION_NAME: usize = 255;
-
-/// Where the Qdrant server is and how to talk to it.
-#[derive(Clone)]
-pub struct QdrantSettings {
-    /// The server's gRPC endpoint, e.g. `http://qdrant:6334` (gRPC, not the
-    /// 6333 REST port).
-    pub url: String,
-    /// Sent as the `api-key` header when the server requires one.
-    pub api_key: Option<String>,
-    /// Put before every collection name, so several deployments (or test
-    /// runs) can share one server; empty by default.
-    pub collection_prefix: String,
-    /// Deadline of each request.
-    pub timeout: Duration,
-    /// Connect deadline.
-    pub connect_timeout: Duration,
-}
-
-impl QdrantSettings {
-    pub fn new(url: impl Into<String>) -> Self {
-        Self {
-            url: url.into(),
-            api_key: None,
-            collection_prefix: String::new(),
-            timeout: Duration::from_secs(10),
-            connect_timeout: Duration::from_secs(5),
-        }
-    }
-}
-
-impl std::fmt::Debug for QdrantSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The API key stays out of logs.
-        f.debug_struct("QdrantSettings")
-            .field("url", &self.url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("collection_prefix", &self.collection_prefix)
-            .field("timeout", &self.timeout)
-            .field("connect_timeout", &self.connect_timeout)
-            .finish()
-    }
-}
 
 /// [`VectorIndex`] on one collection of a Qdrant server.
 ///
@@ -194,7 +153,12 @@ impl QdrantVectorIndex {
         }
         let collection = collection_name(&settings.collection_prefix, space)?;
         let client = Qdrant::from_url(&settings.url)
-            .api_key(settings.api_key.clone())
+            .api_key(
+                settings
+                    .api_key
+                    .as_ref()
+                    .map(|key| key.expose_secret().to_owned()),
+            )
             .timeout(settings.timeout)
             .connect_timeout(settings.connect_timeout)
             // The client's own check blocks a thread and prints to stdout;
@@ -1127,6 +1091,8 @@ impl VectorIndex for QdrantVectorIndex {
 mod tests {
     use mnemo_domain::{MemoryKind, MemoryState};
     use serde_json::json;
+
+    use std::time::Duration;
 
     use super::*;
     use crate::testsuite::{axis, hybrid, keyword, semantic, subject, tenant};

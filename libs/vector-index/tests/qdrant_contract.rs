@@ -31,7 +31,9 @@ struct TestCollection {
 impl TestCollection {
     fn new() -> Self {
         let mut settings = QdrantSettings::new(server_url().expect("checked by run_if"));
-        settings.api_key = std::env::var("TEST_QDRANT_API_KEY").ok();
+        settings.api_key = std::env::var("TEST_QDRANT_API_KEY")
+            .ok()
+            .map(secrecy::SecretString::from);
         settings.collection_prefix = format!("mnemo-test-{}-", uuid::Uuid::new_v4().simple());
         Self { settings }
     }

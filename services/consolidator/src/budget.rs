@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, NaiveTime, Utc};
-use mnemo_domain::events::BatchConsolidated;
+use mnemo_domain::events::{BatchConsolidated, EventType};
 use mnemo_domain::TenantId;
 use mnemo_event_store::{EventQuery, EventStore, EventStoreError};
 use tokio::sync::Mutex;
@@ -66,7 +66,7 @@ impl LlmBudget {
                 .query(
                     tenant,
                     &EventQuery {
-                        event_types: vec!["BatchConsolidated".to_owned()],
+                        event_types: vec![EventType::BatchConsolidated.as_str().to_owned()],
                         from: Some(today),
                         after_position: tally.after_position,
                         limit: PAGE,

@@ -23,7 +23,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::Utc;
 use mnemo_bus::{EventHandler, HandlerError};
-use mnemo_domain::events::ConsolidationRequested;
+use mnemo_domain::events::{ConsolidationRequested, EventType};
 use mnemo_domain::{DomainEvent, RecordedEvent};
 use tokio::sync::Mutex;
 
@@ -121,8 +121,8 @@ impl EventHandler for Consolidator {
         let Some(subject) = &event.subject else {
             return Ok(());
         };
-        match event.event_type.as_str() {
-            "MessageReceived" => {
+        match EventType::parse(&event.event_type) {
+            Some(EventType::MessageReceived) => {
                 // Only the session is needed, and it is not sealed content.
                 let session = event.payload["session"].as_str().unwrap_or("").to_owned();
                 let conversation = Conversation {
@@ -141,7 +141,7 @@ impl EventHandler for Consolidator {
                 }
                 Ok(())
             }
-            "ConsolidationRequested" => {
+            Some(EventType::ConsolidationRequested) => {
                 let request: ConsolidationRequested = match DomainEvent::decode(
                     &event.event_type,
                     event.schema_version,

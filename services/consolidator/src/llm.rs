@@ -22,7 +22,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use mnemo_domain::events::{RelationKind, Role};
 use mnemo_domain::{MemoryId, MemoryKind};
-use mnemo_llm::{AnswerSchema, ChatRequest, LanguageModel, LlmConfig, LlmError, OpenAiChat};
+use mnemo_llm::{AnswerSchema, ChatRequest, LanguageModel, LlmError, OpenAiChat};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -105,16 +105,7 @@ impl LlmStrategy {
     /// The strategy the settings describe: the OpenAI-compatible client and
     /// the built-in prompts, or the operator's.
     pub fn from_settings(settings: &mnemo_config::LlmSettings) -> Result<Self, String> {
-        let mut config = LlmConfig::new(settings.base_url.clone(), settings.model.clone());
-        config.api_key = settings.api_key.clone();
-        config.temperature = settings.temperature;
-        config.timeout = settings.timeout;
-        config.max_retries = settings.max_retries;
-        config.response_format = settings
-            .response_format
-            .parse()
-            .map_err(|e: LlmError| e.to_string())?;
-        let client = OpenAiChat::new(config).map_err(|e| e.to_string())?;
+        let client = OpenAiChat::new(settings.chat.clone()).map_err(|e| e.to_string())?;
         let prompts = match &settings.prompts_dir {
             Some(dir) => PromptSet::load(dir)?,
             None => PromptSet::builtin(),

@@ -26,8 +26,9 @@ use chrono::Utc;
 use mnemo_config::Policies;
 use mnemo_domain::consolidation::ConsolidationPolicy;
 use mnemo_domain::events::{
-    streams, BatchConsolidated, MemoryCreated, MemoryMerged, MemoryReinforced, MemorySuperseded,
-    ProfileUpdated, ProposedAction, RelationAdded, ReviewRequested, Route, RoutedCandidate,
+    streams, BatchConsolidated, EventType, MemoryCreated, MemoryMerged, MemoryReinforced,
+    MemorySuperseded, ProfileUpdated, ProposedAction, RelationAdded, ReviewRequested, Route,
+    RoutedCandidate,
 };
 use mnemo_domain::{
     importance_for, DomainEvent, EventId, EventMetadata, MemoryId, MemoryKind, MemoryState,
@@ -477,7 +478,7 @@ impl Pipeline {
         let Some(done) = self.recorded(tenant, &batch.event_ids[index]).await? else {
             return Ok(false);
         };
-        if done.event_type == "MemoryCreated" {
+        if done.is(EventType::MemoryCreated) {
             let memory_id = batch.memory_id(index);
             let candidate = &batch.candidates[index];
             batch.created_here.push((
@@ -496,16 +497,16 @@ impl Pipeline {
         let conversation = stamp.conversation;
         for append in appends {
             self.log
-                .append(
+                .append_one(
                     &conversation.tenant,
                     &append.stream,
                     ExpectedVersion::Any,
-                    vec![Pending {
+                    Pending {
                         event_id: append.id,
                         subject: Some(conversation.subject.clone()),
                         event: append.event,
                         metadata: stamp.metadata.clone(),
-                    }],
+                    },
                 )
                 .await?;
         }
@@ -653,7 +654,7 @@ impl Pipeline {
                 tenant,
                 &EventQuery {
                     subject: Some(subject.clone()),
-                    event_types: vec!["MemoryCreated".to_owned()],
+                    event_types: vec![EventType::MemoryCreated.as_str().to_owned()],
                     after_position: Some(covered),
                     limit: MAX_PROFILE_MEMORIES,
                     ..Default::default()
@@ -683,11 +684,11 @@ impl Pipeline {
             return Ok(false);
         };
         self.log
-            .append(
+            .append_one(
                 tenant,
                 &stream,
                 ExpectedVersion::Any,
-                vec![Pending {
+                Pending {
                     event_id: EventId::derived(&[
                         "profile",
                         tenant.as_str(),
@@ -702,7 +703,7 @@ impl Pipeline {
                         producer: Some(stamp.producer.clone()),
                     }),
                     metadata: stamp.metadata.clone(),
-                }],
+                },
             )
             .await?;
         Ok(true)

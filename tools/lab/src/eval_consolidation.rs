@@ -314,18 +314,18 @@ pub async fn run(mut settings: Settings, args: &ConsolidationArgs) -> anyhow::Re
     let mut report = Report {
         file: args.file.display().to_string(),
         configured: match &settings.llm {
-            Some(llm) => format!("llm ({} at {})", llm.model, llm.base_url),
+            Some(llm) => format!("llm ({} at {})", llm.chat.model, llm.chat.base_url),
             None => "rules".to_owned(),
         },
         conversations: conversations.len(),
         price_input_per_million: settings
             .llm
             .as_ref()
-            .map_or(0.0, |l| l.price_input_per_million),
+            .map_or(0.0, |l| l.pricing.input_per_million),
         price_output_per_million: settings
             .llm
             .as_ref()
-            .map_or(0.0, |l| l.price_output_per_million),
+            .map_or(0.0, |l| l.pricing.output_per_million),
         ..Default::default()
     };
 
