@@ -353,8 +353,7 @@ fn build_consolidator(
     let rules: Arc<dyn ConsolidationStrategy> = Arc::new(RuleStrategy::new());
     let (strategy, fallback) = match &settings.llm {
         Some(llm) => {
-            let strategy = LlmStrategy::from_settings(llm)
-                .map_err(|e| anyhow::anyhow!("cannot set up the LLM: {e}"))?;
+            let strategy = LlmStrategy::from_settings(llm).context("cannot set up the LLM")?;
             tracing::info!(model = %llm.chat.model, prompts = %strategy.prompt_version().unwrap_or_default(), "LLM consolidation on; the rules are its fallback");
             (
                 Arc::new(strategy) as Arc<dyn ConsolidationStrategy>,

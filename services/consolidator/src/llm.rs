@@ -65,14 +65,16 @@ impl PromptSet {
     /// An operator's prompts: `VERSION`, `extract.md`, `merge.md`,
     /// `relations.md` and `profile.md` in `dir`. The version goes into every
     /// memory's provenance, so it is required.
-    pub fn load(dir: &Path) -> Result<Self, String> {
+    pub fn load(dir: &Path) -> Result<Self, LlmSetupError> {
         let read = |name: &str| {
-            std::fs::read_to_string(dir.join(name))
-                .map_err(|e| format!("cannot read prompt {}: {e}", dir.join(name).display()))
+            std::fs::read_to_string(dir.join(name)).map_err(|source| LlmSetupError::Prompt {
+                path: dir.join(name),
+                source,
+            })
         };
         let version = read("VERSION")?.trim().to_owned();
         if version.is_empty() {
-            return Err(format!("{} is empty", dir.join("VERSION").display()));
+            return Err(LlmSetupError::EmptyVersion(dir.join("VERSION")));
         }
         Ok(PromptSet {
             version,
@@ -81,6 +83,31 @@ impl PromptSet {
             relations: read("relations.md")?,
             profile: read("profile.md")?,
         })
+    }
+}
+
+/// Why the LLM strategy could not be set up from its settings.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmSetupError {
+    #[error("cannot read prompt {path}: {source}")]
+    Prompt {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0} is empty: the prompt version goes into every memory's provenance")]
+    EmptyVersion(std::path::PathBuf),
+    #[error(transparent)]
+    Client(#[from] mnemo_llm::LlmError),
+}
+
+impl LlmSetupError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            LlmSetupError::Prompt { .. } => "llm_prompt_unreadable",
+            LlmSetupError::EmptyVersion(_) => "llm_prompt_version_empty",
+            LlmSetupError::Client(e) => e.code(),
+        }
     }
 }
 
@@ -104,8 +131,8 @@ impl LlmStrategy {
 
     /// The strategy the settings describe: the OpenAI-compatible client and
     /// the built-in prompts, or the operator's.
-    pub fn from_settings(settings: &mnemo_config::LlmSettings) -> Result<Self, String> {
-        let client = OpenAiChat::new(settings.chat.clone()).map_err(|e| e.to_string())?;
+    pub fn from_settings(settings: &mnemo_config::LlmSettings) -> Result<Self, LlmSetupError> {
+        let client = OpenAiChat::new(settings.chat.clone())?;
         let prompts = match &settings.prompts_dir {
             Some(dir) => PromptSet::load(dir)?,
             None => PromptSet::builtin(),

@@ -194,7 +194,7 @@ fn message<'a>(request: &'a Value, role: &str) -> Option<&'a str> {
 }
 
 /// The chat-completion body answering `request`, or why it cannot.
-pub fn answer(request: &Value) -> Result<Value, String> {
+fn answer(request: &Value) -> Result<Value, String> {
     let system = message(request, "system").ok_or("no system message")?;
     let purpose = Purpose::of(system).ok_or(
         "the system message names no known purpose (You extract / maintain / connect / keep a short profile)",
