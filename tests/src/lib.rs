@@ -71,6 +71,24 @@ fn build(dir: &Path) {
     );
 }
 
+/// Runs the service binary at `exe` with a listen address that cannot be
+/// parsed and checks it refuses to start, naming the setting: each service
+/// binary's own test calls this (which also makes `cargo test` build the
+/// plain executable the scale-out suite starts).
+pub fn assert_refuses_a_bad_listen_address(exe: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(exe)
+        .env("MNEMO_DATA_DIR", dir.path())
+        .env("MNEMO_LISTEN", "not an address")
+        .env_remove("MNEMO_CONFIG")
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "{exe} started with a bad address");
+    let error = String::from_utf8(output.stderr).unwrap();
+    assert!(error.contains("invalid configuration"), "{error}");
+    assert!(error.contains("listen"), "{error}");
+}
+
 /// A free TCP port on the loopback interface.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
