@@ -8,7 +8,7 @@
 //! points (`EdgeVectorIndex::upsert`, the same row + point the projection
 //! writes). Loading through the HTTP API would embed one memory at a time
 //! and take hours at 100k. The embedded server is then started on that dir
-//! (`Application::build`) and three things are timed per query, one query
+//! (`Application::build`) and four things are timed per query, one query
 //! at a time:
 //!
 //! - **HTTP search**: `POST /v1/subjects/{subject}/search` (k = 10, hybrid)
@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use chrono::Utc;
-use mnemo_auth::{MintRequest, Minter, Principal, Scope};
+use mnemo_auth::{MintRequest, Minter, Scope};
 use mnemo_config::{Overrides, Settings};
 use mnemo_domain::{
     Memory, MemoryId, MemoryKind, MemoryState, Producer, Provenance, SubjectId, SubjectText,
@@ -751,142 +751,241 @@ struct Row {
     measured: Measured,
 }
 
-/// Starts a server on the loaded dir and times the three searches.
+/// Starts a server on the loaded dir and times the three searches and the
+/// embedder, each over every query after a common warm-up.
 async fn measure(
     settings: Settings,
     embedder: &Arc<dyn Embedder>,
     queries: &[String],
     vectors: &HashMap<String, Vec<f32>>,
 ) -> anyhow::Result<Measured> {
-    let tenant = TenantId::parse(TENANT)?;
-    let subject = SubjectId::parse(SUBJECT)?;
-    let secret_file = settings.dev_secret_file();
-    let app = mnemo_app::Application::build(settings.clone()).await?;
-    let url = format!("http://127.0.0.1:{}", app.port());
-    let index = app
-        .vector_index()
-        .expect("the embedded server runs every role");
-    tokio::spawn(app.run());
-    let (secret, _) = mnemo_app::secrets::load_or_create_dev_secret(&secret_file)?;
-    let token = Minter::hs256(&secret, &settings.auth.issuer, &settings.auth.audience).mint(
-        &MintRequest {
-            tenant: tenant.clone(),
-            actor: "bench".into(),
-            scopes: vec![Scope::MemoriesRead],
-            subject: None,
-            ttl: Duration::from_secs(3600),
-        },
-    )?;
+    let searches = Searches::start(settings, embedder, queries, vectors).await?;
+    searches.warm_up(queries).await?;
+    let measured = searches.time(queries).await?;
+    searches.pool.close().await;
+    Ok(measured)
+}
 
-    // find() beside the server: the server's index, a read model and a bus
-    // on the same database, and the real embedder behind a memo warmed
-    // with every query now, so the timing holds no model work.
-    let cached = Arc::new(CachedEmbedder::new(embedder.clone(), queries.len()));
-    cached.embed(queries).await?;
-    let (state, pool) = retriever_beside(&settings, index.clone(), cached, DEFAULT_RRF_K).await?;
-    let principal = Principal {
-        tenant: tenant.clone(),
-        actor: "bench".into(),
-        scopes: [Scope::MemoriesRead].into_iter().collect(),
-        subject: None,
-        token_id: None,
-    };
-    // What the search handler makes of a request without filters.
-    let filter = SearchFilter {
-        subject: Some(subject.clone()),
-        states: vec![MemoryState::Active],
-        ..Default::default()
-    };
+/// What `measure` times, beside one embedded server: the server over
+/// HTTP, `find()` in process, the index directly, and the embedder.
+struct Searches<'a> {
+    tenant: TenantId,
+    subject: SubjectId,
+    url: String,
+    token: String,
+    client: reqwest::Client,
+    /// The server's own index, which the raw search queries directly.
+    index: Arc<dyn VectorIndex>,
+    /// `find()`'s state; its embedder is a memo warmed with every query.
+    state: RetrieverState,
+    /// The state's pool, closed once the timings are taken.
+    pool: sqlx::SqlitePool,
+    /// What the search handler makes of a request without filters.
+    filter: SearchFilter,
+    /// The real embedder, not the memo: the embed column times it.
+    embedder: &'a Arc<dyn Embedder>,
+    /// Each query's vector, precomputed for the raw search.
+    vectors: &'a HashMap<String, Vec<f32>>,
+}
 
-    let client = reqwest::Client::new();
-    let http_search = |query: &str| {
-        let request = client
-            .post(format!("{url}/v1/subjects/{SUBJECT}/search"))
-            .bearer_auth(&token)
+impl<'a> Searches<'a> {
+    async fn start(
+        settings: Settings,
+        embedder: &'a Arc<dyn Embedder>,
+        queries: &[String],
+        vectors: &'a HashMap<String, Vec<f32>>,
+    ) -> anyhow::Result<Searches<'a>> {
+        let tenant = TenantId::parse(TENANT)?;
+        let subject = SubjectId::parse(SUBJECT)?;
+        let secret_file = settings.dev_secret_file();
+        let app = mnemo_app::Application::build(settings.clone()).await?;
+        let url = format!("http://127.0.0.1:{}", app.port());
+        let index = app
+            .vector_index()
+            .expect("the embedded server runs every role");
+        tokio::spawn(app.run());
+        let (secret, _) = mnemo_app::secrets::load_or_create_dev_secret(&secret_file)?;
+        let token = Minter::hs256(&secret, &settings.auth.issuer, &settings.auth.audience).mint(
+            &MintRequest {
+                tenant: tenant.clone(),
+                actor: "bench".into(),
+                scopes: vec![Scope::MemoriesRead],
+                subject: None,
+                ttl: Duration::from_secs(3600),
+            },
+        )?;
+
+        // find() beside the server: the server's index, a read model and a bus
+        // on the same database, and the real embedder behind a memo warmed
+        // with every query now, so the timing holds no model work.
+        let cached = Arc::new(CachedEmbedder::new(embedder.clone(), queries.len()));
+        cached.embed(queries).await?;
+        let (state, pool) =
+            retriever_beside(&settings, index.clone(), cached, DEFAULT_RRF_K).await?;
+        let filter = SearchFilter {
+            subject: Some(subject.clone()),
+            states: vec![MemoryState::Active],
+            ..Default::default()
+        };
+        Ok(Searches {
+            tenant,
+            subject,
+            url,
+            token,
+            client: reqwest::Client::new(),
+            index,
+            state,
+            pool,
+            filter,
+            embedder,
+            vectors,
+        })
+    }
+
+    /// `POST …/search` end to end; returns how many results it found.
+    async fn http(&self, query: &str) -> anyhow::Result<usize> {
+        let request = self
+            .client
+            .post(format!("{}/v1/subjects/{SUBJECT}/search", self.url))
+            .bearer_auth(&self.token)
             .json(&json!({ "query": query, "k": K, "mode": "hybrid" }));
-        async move {
-            let response = request.send().await?;
-            let status = response.status();
-            let body: serde_json::Value = response.json().await?;
-            anyhow::ensure!(status == 200, "search was refused: {status}: {body}");
-            anyhow::Ok(body["results"].as_array().map_or(0, Vec::len))
-        }
-    };
-    let find = |query: String| {
-        let (state, principal, subject, filter) = (&state, &principal, &subject, filter.clone());
-        async move {
-            mnemo_retriever::search::find_memories(
-                state,
-                FindRequest {
-                    tenant: principal.tenant.clone(),
-                    subject: subject.clone(),
-                    query,
-                    k: K,
-                    mode: Mode::Hybrid,
-                    filter,
-                    // Ranking alone: no graph expansion in the measurement.
-                    expand_depth: 0,
-                },
-            )
-            .await
-            .map_err(|e| anyhow::anyhow!("find failed: {e}"))
-        }
-    };
-    let raw = |query: &str| SearchRequest {
-        filter: filter.clone(),
-        dense: vectors.get(query).cloned(),
-        text: Some(query.to_owned()),
-        mode: SearchMode::Hybrid,
-        limit: (K * 4).max(40),
-        prefetch: (K * 10).max(100),
-        rrf_k: DEFAULT_RRF_K,
-        with_vectors: true,
-    };
-
-    for query in queries.iter().cycle().take(WARMUP) {
-        http_search(query).await?;
-        find(query.clone()).await?;
-        index.search(&tenant, &raw(query)).await?;
-        embedder.embed(std::slice::from_ref(query)).await?;
+        let response = request.send().await?;
+        let status = response.status();
+        let body: serde_json::Value = response.json().await?;
+        anyhow::ensure!(status == 200, "search was refused: {status}: {body}");
+        anyhow::Ok(body["results"].as_array().map_or(0, Vec::len))
     }
 
-    let mut http = Vec::with_capacity(queries.len());
-    let mut empty = 0;
-    for query in queries {
-        let started = Instant::now();
-        let found = http_search(query).await?;
-        http.push(started.elapsed());
-        if found == 0 {
-            empty += 1;
+    async fn find(&self, query: String) -> anyhow::Result<Vec<mnemo_retriever::search::Found>> {
+        mnemo_retriever::search::find_memories(
+            &self.state,
+            FindRequest {
+                tenant: self.tenant.clone(),
+                subject: self.subject.clone(),
+                query,
+                k: K,
+                mode: Mode::Hybrid,
+                filter: self.filter.clone(),
+                // Ranking alone: no graph expansion in the measurement.
+                expand_depth: 0,
+            },
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("find failed: {e}"))
+    }
+
+    /// The request `find` sends the index for `query`.
+    fn raw(&self, query: &str) -> SearchRequest {
+        SearchRequest {
+            filter: self.filter.clone(),
+            dense: self.vectors.get(query).cloned(),
+            text: Some(query.to_owned()),
+            mode: SearchMode::Hybrid,
+            limit: (K * 4).max(40),
+            prefetch: (K * 10).max(100),
+            rrf_k: DEFAULT_RRF_K,
+            with_vectors: true,
         }
     }
-    let mut embed = Vec::with_capacity(queries.len());
-    for query in queries {
-        let started = Instant::now();
-        embedder.embed(std::slice::from_ref(query)).await?;
-        embed.push(started.elapsed());
+
+    async fn warm_up(&self, queries: &[String]) -> anyhow::Result<()> {
+        for query in queries.iter().cycle().take(WARMUP) {
+            self.http(query).await?;
+            self.find(query.clone()).await?;
+            self.index.search(&self.tenant, &self.raw(query)).await?;
+            self.embedder.embed(std::slice::from_ref(query)).await?;
+        }
+        Ok(())
     }
-    let mut found = Vec::with_capacity(queries.len());
-    for query in queries {
-        let started = Instant::now();
-        find(query.clone()).await?;
-        found.push(started.elapsed());
+
+    /// One pass over the queries per search: HTTP, embed, find, raw. Each
+    /// pass runs on the caches the previous ones left, so this order is
+    /// part of the figures.
+    async fn time(&self, queries: &[String]) -> anyhow::Result<Measured> {
+        let mut http = Vec::with_capacity(queries.len());
+        let mut empty = 0;
+        for query in queries {
+            let started = Instant::now();
+            let found = self.http(query).await?;
+            http.push(started.elapsed());
+            if found == 0 {
+                empty += 1;
+            }
+        }
+        let mut embed = Vec::with_capacity(queries.len());
+        for query in queries {
+            let started = Instant::now();
+            self.embedder.embed(std::slice::from_ref(query)).await?;
+            embed.push(started.elapsed());
+        }
+        let mut found = Vec::with_capacity(queries.len());
+        for query in queries {
+            let started = Instant::now();
+            self.find(query.clone()).await?;
+            found.push(started.elapsed());
+        }
+        let mut engine = Vec::with_capacity(queries.len());
+        for query in queries {
+            // Built before the clock starts: the raw figure is the index alone.
+            let request = self.raw(query);
+            let started = Instant::now();
+            self.index.search(&self.tenant, &request).await?;
+            engine.push(started.elapsed());
+        }
+        Ok(Measured {
+            http: Figures::of(http),
+            embed: Figures::of(embed),
+            find: Figures::of(found),
+            raw: Figures::of(engine),
+            empty,
+        })
     }
-    let mut engine = Vec::with_capacity(queries.len());
-    for query in queries {
-        let request = raw(query);
-        let started = Instant::now();
-        index.search(&tenant, &request).await?;
-        engine.push(started.elapsed());
+}
+
+/// Which embedder a size takes: the local model (`MNEMO_EMBED_MODEL_DIR`)
+/// up to `MNEMO_BENCH_MODEL_MAX_SIZE` memories, the lexical one otherwise.
+struct EmbedderChoice {
+    model_dir: Option<String>,
+    model_max: usize,
+}
+
+impl EmbedderChoice {
+    fn from_env() -> anyhow::Result<Self> {
+        let model_dir = std::env::var("MNEMO_EMBED_MODEL_DIR")
+            .ok()
+            .filter(|v| !v.trim().is_empty());
+        let model_max = match std::env::var("MNEMO_BENCH_MODEL_MAX_SIZE") {
+            Ok(raw) if !raw.trim().is_empty() => raw
+                .trim()
+                .parse::<usize>()
+                .context("MNEMO_BENCH_MODEL_MAX_SIZE must be a number of memories")?,
+            _ => DEFAULT_MODEL_MAX_SIZE,
+        };
+        Ok(EmbedderChoice {
+            model_dir,
+            model_max,
+        })
     }
-    pool.close().await;
-    Ok(Measured {
-        http: Figures::of(http),
-        embed: Figures::of(embed),
-        find: Figures::of(found),
-        raw: Figures::of(engine),
-        empty,
-    })
+
+    /// The `MNEMO_EMBEDDER` for `size` memories.
+    fn kind(&self, size: usize) -> &'static str {
+        if self.model_dir.is_some() && size <= self.model_max {
+            "local"
+        } else {
+            "lexical"
+        }
+    }
+
+    /// The embedder as the header line names it.
+    fn describe(&self) -> String {
+        match &self.model_dir {
+            Some(dir) => format!(
+                "local model {dir} up to {} memories, lexical above",
+                self.model_max
+            ),
+            None => "lexical (set MNEMO_EMBED_MODEL_DIR for the local model)".to_owned(),
+        }
+    }
 }
 
 pub async fn search(args: SearchBenchArgs) -> anyhow::Result<()> {
@@ -894,16 +993,7 @@ pub async fn search(args: SearchBenchArgs) -> anyhow::Result<()> {
         !args.sizes.is_empty() && args.sizes.iter().all(|s| *s > 0) && args.queries > 0,
         "sizes and queries must be positive"
     );
-    let model_dir = std::env::var("MNEMO_EMBED_MODEL_DIR")
-        .ok()
-        .filter(|v| !v.trim().is_empty());
-    let model_max = match std::env::var("MNEMO_BENCH_MODEL_MAX_SIZE") {
-        Ok(raw) if !raw.trim().is_empty() => raw
-            .trim()
-            .parse::<usize>()
-            .context("MNEMO_BENCH_MODEL_MAX_SIZE must be a number of memories")?,
-        _ => DEFAULT_MODEL_MAX_SIZE,
-    };
+    let choice = EmbedderChoice::from_env()?;
     let scratch = tempfile::tempdir()?;
     let mut embedders: HashMap<&'static str, Arc<dyn Embedder>> = HashMap::new();
     let mut rows = Vec::new();
@@ -912,79 +1002,105 @@ pub async fn search(args: SearchBenchArgs) -> anyhow::Result<()> {
          warm-up), k = {K}, hybrid; sizes {:?}; embedder: {}",
         args.queries,
         args.sizes,
-        match &model_dir {
-            Some(dir) => format!("local model {dir} up to {model_max} memories, lexical above"),
-            None => "lexical (set MNEMO_EMBED_MODEL_DIR for the local model)".to_owned(),
-        }
+        choice.describe()
     );
     for &size in &args.sizes {
-        let kind = if model_dir.is_some() && size <= model_max {
-            "local"
-        } else {
-            "lexical"
-        };
+        let kind = choice.kind(size);
+        // Built once per kind, for every size that takes it.
         let embedder = match embedders.get(kind) {
             Some(embedder) => embedder.clone(),
             None => {
-                let settings = settings_for(scratch.path(), kind, model_dir.as_deref())?;
+                let settings = settings_for(scratch.path(), kind, choice.model_dir.as_deref())?;
                 let embedder = mnemo_app::vectors::build_embedder(&settings).await?;
                 embedders.insert(kind, embedder.clone());
                 embedder
             }
         };
-        let space = embedder.space().clone();
+        rows.extend(bench_size(size, args.queries, &choice, &embedder, scratch.path()).await?);
+    }
+    print_table(&rows);
+    Ok(())
+}
+
+/// Generates and embeds `size` memories, then loads and measures them
+/// twice, in a dir of their own under `scratch` each: on the plain index,
+/// then on the optimized one. Returns the two rows.
+async fn bench_size(
+    size: usize,
+    queries: usize,
+    choice: &EmbedderChoice,
+    embedder: &Arc<dyn Embedder>,
+    scratch: &Path,
+) -> anyhow::Result<Vec<Row>> {
+    let kind = choice.kind(size);
+    let space = embedder.space().clone();
+    eprintln!(
+        "{size} memories, embedder {} ({}-d)",
+        space.model, space.dimension
+    );
+    let data = generate(size, embedder).await?;
+    eprintln!(
+        "  embedded {size} memories in {:.1} s ({:.0}/s)",
+        data.embed_elapsed.as_secs_f64(),
+        size as f64 / data.embed_elapsed.as_secs_f64()
+    );
+    let (queries, vectors) = queries_for(size, queries, embedder).await?;
+    let mut rows = Vec::new();
+    for (label, optimize) in [("plain", false), ("optimized", true)] {
+        let dir = scratch.join(format!("{size}-{label}"));
+        let settings = settings_for(&dir, kind, choice.model_dir.as_deref())?;
+        let (loaded, optimized) = load(&settings, &space, &data, optimize).await?;
         eprintln!(
-            "{size} memories, embedder {} ({}-d)",
-            space.model, space.dimension
-        );
-        let data = generate(size, &embedder).await?;
-        eprintln!(
-            "  embedded {size} memories in {:.1} s ({:.0}/s)",
-            data.embed_elapsed.as_secs_f64(),
-            size as f64 / data.embed_elapsed.as_secs_f64()
-        );
-        let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ size as u64);
-        let queries: Vec<String> = (0..args.queries).map(|_| query_text(&mut rng)).collect();
-        let mut vectors = HashMap::new();
-        for query in &queries {
-            if !vectors.contains_key(query) {
-                let vector = embedder
-                    .embed(std::slice::from_ref(query))
-                    .await?
-                    .pop()
-                    .context("the embedder returned no vector")?;
-                vectors.insert(query.clone(), vector);
+            "  {label}: rows and points written in {:.1} s{}",
+            loaded.as_secs_f64(),
+            if optimize {
+                format!(", optimize {:.1} s", optimized.as_secs_f64())
+            } else {
+                String::new()
             }
-        }
-        for (label, optimize) in [("plain", false), ("optimized", true)] {
-            let dir = scratch.path().join(format!("{size}-{label}"));
-            let settings = settings_for(&dir, kind, model_dir.as_deref())?;
-            let (loaded, optimized) = load(&settings, &space, &data, optimize).await?;
-            eprintln!(
-                "  {label}: rows and points written in {:.1} s{}",
-                loaded.as_secs_f64(),
-                if optimize {
-                    format!(", optimize {:.1} s", optimized.as_secs_f64())
-                } else {
-                    String::new()
-                }
-            );
-            let measured = measure(settings, &embedder, &queries, &vectors).await?;
-            eprintln!(
-                "  {label}: HTTP p50 {:.2} ms, find {:.2} ms, raw {:.2} ms",
-                ms(measured.http.p50),
-                ms(measured.find.p50),
-                ms(measured.raw.p50)
-            );
-            rows.push(Row {
-                size,
-                index: label,
-                embedder: format!("{} ({}-d)", space.model, space.dimension),
-                measured,
-            });
+        );
+        let measured = measure(settings, embedder, &queries, &vectors).await?;
+        eprintln!(
+            "  {label}: HTTP p50 {:.2} ms, find {:.2} ms, raw {:.2} ms",
+            ms(measured.http.p50),
+            ms(measured.find.p50),
+            ms(measured.raw.p50)
+        );
+        rows.push(Row {
+            size,
+            index: label,
+            embedder: format!("{} ({}-d)", space.model, space.dimension),
+            measured,
+        });
+    }
+    Ok(rows)
+}
+
+/// `count` queries seeded by `size` (the same at every run), and the vector
+/// of each distinct one, which the raw search is given precomputed.
+async fn queries_for(
+    size: usize,
+    count: usize,
+    embedder: &Arc<dyn Embedder>,
+) -> anyhow::Result<(Vec<String>, HashMap<String, Vec<f32>>)> {
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03 ^ size as u64);
+    let queries: Vec<String> = (0..count).map(|_| query_text(&mut rng)).collect();
+    let mut vectors = HashMap::new();
+    for query in &queries {
+        if !vectors.contains_key(query) {
+            let vector = embedder
+                .embed(std::slice::from_ref(query))
+                .await?
+                .pop()
+                .context("the embedder returned no vector")?;
+            vectors.insert(query.clone(), vector);
         }
     }
+    Ok((queries, vectors))
+}
 
+/// The stdout table, one row per size and index, and its legend.
+fn print_table(rows: &[Row]) {
     println!();
     println!(
         "| memories | index | embedder | HTTP search p50 / p99 | embed query p50 / p99 | \
@@ -992,7 +1108,7 @@ pub async fn search(args: SearchBenchArgs) -> anyhow::Result<()> {
          find / raw p50 (p99) |"
     );
     println!("|---:|---|---|---:|---:|---:|---:|---:|---:|");
-    for row in &rows {
+    for row in rows {
         let m = &row.measured;
         println!(
             "| {} | {} | {} | {} | {} | {:.2} | {} | {} | {:.2} ({:.2}) |",
@@ -1022,5 +1138,4 @@ pub async fn search(args: SearchBenchArgs) -> anyhow::Result<()> {
         (K * 4).max(40),
         (K * 10).max(100),
     );
-    Ok(())
 }

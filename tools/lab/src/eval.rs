@@ -976,43 +976,144 @@ pub(crate) async fn search_questions(
     Ok(outcomes)
 }
 
+/// The run's phases in their order: settings, the file, the server, the
+/// ingest, the memory survey, the searches, the scores, the report, the
+/// dump. Each phase is a function below; this one only threads their
+/// results and takes the timings the report's last line gives.
 pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
     let started = Instant::now();
-    let modes = parse_modes(&args.modes)?;
-    let context = match env_string("MNEMO_EVAL_CONTEXT_TURNS") {
-        Some(raw) => raw
-            .trim()
-            .parse::<usize>()
-            .context("MNEMO_EVAL_CONTEXT_TURNS must be a number of turns")?,
-        None => 0,
-    };
-    let dense_prefix = env_string("MNEMO_EVAL_DENSE_PREFIX");
-    let diagnostics = env_flag("MNEMO_EVAL_DIAGNOSTICS") || dense_prefix.is_some();
-    let turns_only = !env_flag("MNEMO_EVAL_ALL_MEMORIES");
-    let dump = env_string("MNEMO_EVAL_DUMP");
-
-    let raw: Value = serde_json::from_slice(
-        &std::fs::read(&args.file)
-            .with_context(|| format!("cannot read {}", args.file.display()))?,
-    )
-    .with_context(|| format!("{} is not JSON", args.file.display()))?;
-    let conversations = parse_conversations(&raw)?;
-    let prefix = if context > 0 {
-        format!("{}-ctx{context}", args.subject_prefix)
-    } else {
-        args.subject_prefix.clone()
-    };
-    let subjects: Vec<String> = conversations
-        .iter()
-        .map(|c| format!("{prefix}-{}", c.sample_id))
-        .collect();
-    let dense_subjects: Vec<String> = match &dense_prefix {
-        Some(p) => conversations
-            .iter()
-            .map(|c| format!("{p}-{}", c.sample_id))
-            .collect(),
+    let options = EvalOptions::from_env(&args)?;
+    let conversations = read_conversations(&args.file)?;
+    let prefix = options.subject_prefix(&args);
+    let subjects = subjects_of(&conversations, &prefix);
+    let dense_subjects = match &options.dense_prefix {
+        Some(p) => subjects_of(&conversations, p),
         None => subjects.clone(),
     };
+    let (api, in_process) = connect(&args).await?;
+    announce(&conversations, &prefix, options.context, args.skip_ingest);
+
+    let dia_of = ingest_all(
+        &api,
+        &conversations,
+        &subjects,
+        &dense_subjects,
+        &options,
+        args.skip_ingest,
+    )
+    .await?;
+    let ingest_elapsed = started.elapsed();
+    survey_memories(&api, &subjects, options.turns_only).await?;
+
+    let jobs = search_jobs(&conversations, &options);
+    let search_started = Instant::now();
+    let shared = Arc::new(Shared {
+        api,
+        in_process,
+        conversations,
+        subjects,
+        dense_subjects,
+        dia_of,
+        modes: options.modes.clone(),
+        diagnostics: options.diagnostics,
+        turns_only: options.turns_only,
+    });
+    let outcomes = search_questions(&shared, jobs.jobs).await?;
+    let search_elapsed = search_started.elapsed();
+
+    let scores = score(&shared, &outcomes, options.dense_prefix.is_some());
+    print_report(
+        &args.file,
+        &shared,
+        &scores,
+        outcomes.len(),
+        options.dense_prefix.as_deref(),
+        &Timings {
+            started,
+            ingest: ingest_elapsed,
+            search: search_elapsed,
+        },
+    );
+    if let Some(path) = &options.dump {
+        write_dump(path, &shared, &outcomes)?;
+        eprintln!("  per-question lists written to {path}");
+    }
+    Ok(())
+}
+
+/// The modes asked for and the experiment switches of the module docs
+/// that shape the whole run. `MNEMO_EVAL_RRF_K` and `MNEMO_EVAL_DATA_DIR`
+/// are not here: `connect` reads them, after the file is parsed, so a
+/// broken file is still reported before a bad switch, as it always was.
+struct EvalOptions {
+    modes: Vec<String>,
+    /// `MNEMO_EVAL_CONTEXT_TURNS`: previous turns in front of each memory.
+    context: usize,
+    /// `MNEMO_EVAL_DENSE_PREFIX`: the subjects of the semantic leg.
+    dense_prefix: Option<String>,
+    /// `MNEMO_EVAL_DIAGNOSTICS`, or implied by the dense prefix.
+    diagnostics: bool,
+    /// Not `MNEMO_EVAL_ALL_MEMORIES`: search the turn memories only.
+    turns_only: bool,
+    /// `MNEMO_EVAL_DUMP`: where the per-question lists go.
+    dump: Option<String>,
+}
+
+impl EvalOptions {
+    fn from_env(args: &LocomoArgs) -> anyhow::Result<Self> {
+        let modes = parse_modes(&args.modes)?;
+        let context = match env_string("MNEMO_EVAL_CONTEXT_TURNS") {
+            Some(raw) => raw
+                .trim()
+                .parse::<usize>()
+                .context("MNEMO_EVAL_CONTEXT_TURNS must be a number of turns")?,
+            None => 0,
+        };
+        let dense_prefix = env_string("MNEMO_EVAL_DENSE_PREFIX");
+        let diagnostics = env_flag("MNEMO_EVAL_DIAGNOSTICS") || dense_prefix.is_some();
+        let turns_only = !env_flag("MNEMO_EVAL_ALL_MEMORIES");
+        let dump = env_string("MNEMO_EVAL_DUMP");
+        Ok(EvalOptions {
+            modes,
+            context,
+            dense_prefix,
+            diagnostics,
+            turns_only,
+            dump,
+        })
+    }
+
+    /// `--subject-prefix`, with `-ctx<N>` when memories carry context, so
+    /// the two recipes never share a subject.
+    fn subject_prefix(&self, args: &LocomoArgs) -> String {
+        if self.context > 0 {
+            format!("{}-ctx{}", args.subject_prefix, self.context)
+        } else {
+            args.subject_prefix.clone()
+        }
+    }
+}
+
+fn read_conversations(file: &std::path::Path) -> anyhow::Result<Vec<Conversation>> {
+    let raw: Value = serde_json::from_slice(
+        &std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?,
+    )
+    .with_context(|| format!("{} is not JSON", file.display()))?;
+    parse_conversations(&raw)
+}
+
+/// `<prefix>-<sample_id>` per conversation, in file order.
+fn subjects_of(conversations: &[Conversation], prefix: &str) -> Vec<String> {
+    conversations
+        .iter()
+        .map(|c| format!("{prefix}-{}", c.sample_id))
+        .collect()
+}
+
+/// The API the run talks to: the server at `--url`, or, with
+/// `MNEMO_EVAL_DATA_DIR`, an embedded one on that dir with the in-process
+/// search beside it (the only place `MNEMO_EVAL_RRF_K` can take effect).
+async fn connect(args: &LocomoArgs) -> anyhow::Result<(Api, Option<InProcess>)> {
     let rrf_k = match env_string("MNEMO_EVAL_RRF_K") {
         Some(raw) => raw
             .trim()
@@ -1022,18 +1123,14 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
             .context("MNEMO_EVAL_RRF_K must be a positive integer")?,
         None => DEFAULT_RRF_K,
     };
-    let mut url = args.url.clone();
-    let mut token = args.token.clone();
-    let in_process = match env_string("MNEMO_EVAL_DATA_DIR") {
+    let (url, token, in_process) = match env_string("MNEMO_EVAL_DATA_DIR") {
         Some(dir) => {
             anyhow::ensure!(
                 args.skip_ingest,
                 "MNEMO_EVAL_DATA_DIR is for searching an earlier ingest: pass --skip-ingest"
             );
             let (in_process, local_url, local_token) = start_in_process(&dir, rrf_k).await?;
-            url = local_url;
-            token = local_token;
-            Some(in_process)
+            (local_url, local_token, Some(in_process))
         }
         None => {
             anyhow::ensure!(
@@ -1041,10 +1138,14 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
                 "MNEMO_EVAL_RRF_K needs MNEMO_EVAL_DATA_DIR (a stopped server's data dir): \
                  a running server fuses with its own constant"
             );
-            None
+            (args.url.clone(), args.token.clone(), None)
         }
     };
-    let api = Api::new(&url, token)?;
+    Ok((Api::new(&url, token)?, in_process))
+}
+
+/// The run's first progress line: what is about to be ingested, and where.
+fn announce(conversations: &[Conversation], prefix: &str, context: usize, skip_ingest: bool) {
     let turns: usize = conversations.iter().map(|c| c.turns.len()).sum();
     eprintln!(
         "locomo: {} conversations, {turns} turns, subjects {prefix}-<sample_id>{}{}",
@@ -1054,19 +1155,30 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
         } else {
             String::new()
         },
-        if args.skip_ingest {
+        if skip_ingest {
             " (reusing an earlier ingest)"
         } else {
             ""
         }
     );
+}
 
-    // Ingest (or recover the event ids of an earlier ingest).
+/// Ingests every conversation (or recovers the event ids of an earlier
+/// ingest), then recovers those of the dense subjects when the diagnostics
+/// take the semantic leg from elsewhere. Returns message event id → dia_id.
+async fn ingest_all(
+    api: &Api,
+    conversations: &[Conversation],
+    subjects: &[String],
+    dense_subjects: &[String],
+    options: &EvalOptions,
+    skip_ingest: bool,
+) -> anyhow::Result<HashMap<String, String>> {
     let mut dia_of: HashMap<String, String> = HashMap::new();
-    for (conversation, subject) in conversations.iter().zip(&subjects) {
+    for (conversation, subject) in conversations.iter().zip(subjects) {
         let step = Instant::now();
         let events =
-            prepare_subject(&api, subject, conversation, args.skip_ingest, context).await?;
+            prepare_subject(api, subject, conversation, skip_ingest, options.context).await?;
         dia_of.extend(events.into_iter().map(|(dia, event)| (event, dia)));
         eprintln!(
             "  {subject}: {} turns ready in {:.1} s",
@@ -1074,19 +1186,22 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
             step.elapsed().as_secs_f64()
         );
     }
-    if dense_prefix.is_some() {
-        for (conversation, subject) in conversations.iter().zip(&dense_subjects) {
-            let events = prepare_subject(&api, subject, conversation, true, 0).await?;
+    if options.dense_prefix.is_some() {
+        for (conversation, subject) in conversations.iter().zip(dense_subjects) {
+            let events = prepare_subject(api, subject, conversation, true, 0).await?;
             dia_of.extend(events.into_iter().map(|(dia, event)| (event, dia)));
         }
     }
-    let ingest_elapsed = started.elapsed();
+    Ok(dia_of)
+}
 
-    // What else the subjects hold: the consolidator mines the same messages.
+/// Reports what else the subjects hold: the consolidator mines the same
+/// messages, and may have reinforced or superseded turn memories.
+async fn survey_memories(api: &Api, subjects: &[String], turns_only: bool) -> anyhow::Result<()> {
     let mut turn_memories = 0;
     let mut other_memories = 0;
     let mut changed_turn_memories = 0;
-    for subject in &subjects {
+    for subject in subjects {
         for memory in api.list_memories(subject, false).await? {
             let is_turn = memory["tags"]
                 .as_array()
@@ -1113,48 +1228,52 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
             "; searches see all of them"
         }
     );
+    Ok(())
+}
 
-    // Search every question of categories 1–4 that has evidence.
-    let jobs = QuestionJobs::of(&conversations);
+/// Every question of categories 1–4 that has evidence, announced with
+/// what was left out and how many searches each will take.
+fn search_jobs(conversations: &[Conversation], options: &EvalOptions) -> QuestionJobs {
+    let jobs = QuestionJobs::of(conversations);
     eprintln!(
         "  searching {} questions (categories 1–4; {} without valid evidence \
          and {} adversarial skipped) in {} mode(s){}",
         jobs.jobs.len(),
         jobs.skipped_no_evidence,
         jobs.adversarial,
-        modes.len(),
-        if diagnostics {
+        options.modes.len(),
+        if options.diagnostics {
             " plus the keyword and semantic legs"
         } else {
             ""
         }
     );
-    let search_started = Instant::now();
-    let shared = Arc::new(Shared {
-        api: api.clone(),
-        in_process,
-        conversations,
-        subjects,
-        dense_subjects,
-        dia_of,
-        modes: modes.clone(),
-        diagnostics,
-        turns_only,
-    });
-    let outcomes = search_questions(&shared, jobs.jobs).await?;
-    let search_elapsed = search_started.elapsed();
+    jobs
+}
 
-    // Score.
-    let mut tallies = vec![Tally::default(); modes.len()];
+/// The recall sums of every list a run scores.
+struct Scores {
+    /// One per mode, in the order of `Shared::modes`.
+    by_mode: Vec<Tally>,
+    keyword_leg: Tally,
+    semantic_leg: Tally,
+    /// The offline RRF of the two legs, per `DIAGNOSTIC_RRF_K`.
+    fused: BTreeMap<u32, Tally>,
+}
+
+/// Scores every outcome; the legs and their fusions only with the
+/// diagnostics, fused `by_provenance` when they come from other subjects.
+fn score(shared: &Shared, outcomes: &[Outcome], by_provenance: bool) -> Scores {
+    let mut tallies = vec![Tally::default(); shared.modes.len()];
     let mut keyword_leg = Tally::default();
     let mut semantic_leg = Tally::default();
     let mut fused: BTreeMap<u32, Tally> = BTreeMap::new();
-    for outcome in &outcomes {
+    for outcome in outcomes {
         let q = &shared.conversations[outcome.conversation].questions[outcome.question];
         for (tally, list) in tallies.iter_mut().zip(&outcome.by_mode) {
             tally.add(q.category, &q.evidence, list);
         }
-        if diagnostics {
+        if shared.diagnostics {
             keyword_leg.add(q.category, &q.evidence, &outcome.keyword_leg);
             semantic_leg.add(q.category, &q.evidence, &outcome.semantic_leg);
             for k in DIAGNOSTIC_RRF_K {
@@ -1162,7 +1281,7 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
                     &outcome.semantic_leg,
                     &outcome.keyword_leg,
                     k,
-                    dense_prefix.is_some(),
+                    by_provenance,
                 );
                 fused
                     .entry(k)
@@ -1171,12 +1290,37 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
             }
         }
     }
+    Scores {
+        by_mode: tallies,
+        keyword_leg,
+        semantic_leg,
+        fused,
+    }
+}
 
+/// When the run started and how long its ingest and searches took.
+struct Timings {
+    started: Instant,
+    /// From the start (settings and file included) to the end of the ingest.
+    ingest: Duration,
+    search: Duration,
+}
+
+/// The stdout report: one table per mode, the diagnostics, and the totals
+/// line (whose elapsed time is taken as it prints, as it always was).
+fn print_report(
+    file: &std::path::Path,
+    shared: &Shared,
+    scores: &Scores,
+    questions: usize,
+    dense_prefix: Option<&str>,
+    timings: &Timings,
+) {
     println!(
         "## LoCoMo recall@k ({}, {} questions of categories 1–4, k = {SEARCH_K} per search{})",
-        args.file.display(),
-        outcomes.len(),
-        if turns_only {
+        file.display(),
+        questions,
+        if shared.turns_only {
             ", one memory per turn"
         } else {
             ", every memory of the subject"
@@ -1189,51 +1333,53 @@ pub async fn locomo(args: LocomoArgs) -> anyhow::Result<()> {
         ),
         None => "as served".to_owned(),
     };
-    for (mode, tally) in modes.iter().zip(&tallies) {
+    for (mode, tally) in shared.modes.iter().zip(&scores.by_mode) {
         tally.print(&format!("{mode} ({served})"));
     }
-    if diagnostics {
-        println!(
-            "\n### diagnostics: raw legs and offline RRF (categories 1–4)\n\n\
-             Each leg is the API's single-mode search with k = {LEG_K}, re-sorted by its raw \
-             score (BM25 or cosine), i.e. without the final ranking and MMR; fusion is Qdrant's \
-             RRF (1 / (k + r)) over those two top-{LEG_K} lists{}.\n",
-            match &dense_prefix {
-                Some(p) => format!(
-                    ", the semantic leg from the subjects {p}-<sample_id>, fused by provenance"
-                ),
-                None => String::new(),
-            }
-        );
-        let header: Vec<String> = CUTOFFS.iter().map(|k| format!("R@{k}")).collect();
-        println!("| list | n | {} |", header.join(" | "));
-        println!("|---|---:|{}", "---:|".repeat(CUTOFFS.len()));
-        println!("{}", keyword_leg.summary_row("keyword leg (BM25)"));
-        println!("{}", semantic_leg.summary_row("semantic leg (cosine)"));
-        for (k, tally) in &fused {
-            println!(
-                "{}",
-                tally.summary_row(&format!("RRF k={k}, no ranking/MMR"))
-            );
-        }
-        for (mode, tally) in modes.iter().zip(&tallies) {
-            println!("{}", tally.summary_row(&format!("{mode} {served}")));
-        }
+    if shared.diagnostics {
+        print_diagnostics(shared, scores, dense_prefix, &served);
     }
     println!(
         "\n{} questions, {} searches, elapsed {:.1} s (ingest {:.1} s, search {:.1} s)",
-        outcomes.len(),
-        outcomes.len() * (modes.len() + if diagnostics { 2 } else { 0 }),
-        started.elapsed().as_secs_f64(),
-        ingest_elapsed.as_secs_f64(),
-        search_elapsed.as_secs_f64()
+        questions,
+        questions * (shared.modes.len() + if shared.diagnostics { 2 } else { 0 }),
+        timings.started.elapsed().as_secs_f64(),
+        timings.ingest.as_secs_f64(),
+        timings.search.as_secs_f64()
     );
+}
 
-    if let Some(path) = dump {
-        write_dump(&path, &shared, &outcomes)?;
-        eprintln!("  per-question lists written to {path}");
+/// The diagnostics table: the raw legs, their offline fusions, and the
+/// modes as served, one summary row each.
+fn print_diagnostics(shared: &Shared, scores: &Scores, dense_prefix: Option<&str>, served: &str) {
+    println!(
+        "\n### diagnostics: raw legs and offline RRF (categories 1–4)\n\n\
+         Each leg is the API's single-mode search with k = {LEG_K}, re-sorted by its raw \
+         score (BM25 or cosine), i.e. without the final ranking and MMR; fusion is Qdrant's \
+         RRF (1 / (k + r)) over those two top-{LEG_K} lists{}.\n",
+        match dense_prefix {
+            Some(p) =>
+                format!(", the semantic leg from the subjects {p}-<sample_id>, fused by provenance"),
+            None => String::new(),
+        }
+    );
+    let header: Vec<String> = CUTOFFS.iter().map(|k| format!("R@{k}")).collect();
+    println!("| list | n | {} |", header.join(" | "));
+    println!("|---|---:|{}", "---:|".repeat(CUTOFFS.len()));
+    println!("{}", scores.keyword_leg.summary_row("keyword leg (BM25)"));
+    println!(
+        "{}",
+        scores.semantic_leg.summary_row("semantic leg (cosine)")
+    );
+    for (k, tally) in &scores.fused {
+        println!(
+            "{}",
+            tally.summary_row(&format!("RRF k={k}, no ranking/MMR"))
+        );
     }
-    Ok(())
+    for (mode, tally) in shared.modes.iter().zip(&scores.by_mode) {
+        println!("{}", tally.summary_row(&format!("{mode} {served}")));
+    }
 }
 
 /// Starts an embedded server on `dir` in this process (for the message
