@@ -12,6 +12,7 @@
 
 pub mod budget;
 pub mod buffer;
+pub mod injection;
 pub mod llm;
 pub mod pipeline;
 pub mod rules;
