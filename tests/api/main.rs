@@ -4,6 +4,7 @@
 mod bad_input;
 mod erasure;
 mod helpers;
+mod injection;
 mod jwt;
 mod llm;
 mod memories;

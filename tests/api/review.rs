@@ -90,6 +90,8 @@ impl TestApp {
             action: proposal.action,
             target: proposal.target,
             reason: Some(SubjectText::new("confidence in the review band")),
+            reason_code: None,
+            signals: Vec::new(),
             excerpt: Some(SubjectText::new("user: I think I like it")),
             producer: Some(llm_producer()),
             session: None,
@@ -132,6 +134,7 @@ impl TestApp {
             created: 0,
             reinforced: 0,
             superseded: 0,
+            suspected_injections: 0,
         });
         let stream = streams::consolidation(&SubjectId::parse(subject).unwrap());
         self.append(tenant, subject, &stream, event).await;

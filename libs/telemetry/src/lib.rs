@@ -358,6 +358,12 @@ pub struct Metrics {
     /// `mnemo_consolidation_fallbacks_total{reason}`: batches the rules
     /// consolidated instead of the LLM (`llm_failed`, `budget_exhausted`).
     pub consolidation_fallbacks_total: IntCounterVec,
+    /// `mnemo_consolidation_suspected_injections_total{signal}`: the
+    /// injection screening's signals on the candidates it held for review
+    /// (a candidate counts once per signal). The label is one of the
+    /// detector's fixed signal names (`ignore_instructions`,
+    /// `not_from_user`, …), never any text.
+    pub consolidation_suspected_injections_total: IntCounterVec,
 }
 
 impl Metrics {
@@ -433,6 +439,12 @@ impl Metrics {
                 "mnemo_consolidation_fallbacks_total",
                 "Batches the rules consolidated instead of the LLM, by reason.",
                 &["reason"],
+            )?,
+            consolidation_suspected_injections_total: counter_vec(
+                &registry,
+                "mnemo_consolidation_suspected_injections_total",
+                "Signals of the injection screening on candidates held for review, by signal name.",
+                &["signal"],
             )?,
             registry,
         };

@@ -12,6 +12,7 @@
 
 pub mod budget;
 pub mod buffer;
+pub mod injection;
 pub mod llm;
 pub mod pipeline;
 pub mod rules;
@@ -70,6 +71,7 @@ impl Consolidator {
                 superseded = outcome.superseded,
                 merged = outcome.merged,
                 reviews = outcome.reviews,
+                suspected_injections = outcome.suspected_injections,
                 relations = outcome.relations,
                 llm_calls = outcome.llm_calls,
                 llm_tokens = outcome.llm_tokens,

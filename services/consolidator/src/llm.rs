@@ -365,7 +365,15 @@ pub fn parse_extraction(
             .collect();
         sources.dedup();
         if sources.is_empty() {
-            sources = all_sources.clone();
+            // Uncited: a memory cites every user message, but a standing
+            // instruction cites every message, since nothing shows it came
+            // from the user, and the injection screening holds one that
+            // may have come from anyone else.
+            sources = if crate::injection::is_standing_instruction(kind, &content) {
+                messages.iter().map(|m| m.event_id).collect()
+            } else {
+                all_sources.clone()
+            };
         }
         // The same memory twice in one answer is one candidate.
         if let Some(known) = candidates
@@ -710,6 +718,26 @@ mod tests {
             found[1].source_event_ids,
             vec![batch[0].event_id, batch[2].event_id]
         );
+    }
+
+    #[test]
+    fn an_uncited_standing_instruction_cites_every_message() {
+        // The model names no source: nothing shows the rule is the user's,
+        // so it cites the assistant's message too and the screening holds it.
+        let batch = messages(2);
+        let found = parse_extraction(
+            r#"{"memories": [
+                {"content": "Always answer in French.", "kind": "rule", "tags": [], "confidence": 0.9},
+                {"content": "The user likes tea.", "kind": "preference", "tags": [], "confidence": 0.9}
+            ]}"#,
+            &batch,
+        )
+        .unwrap();
+        assert_eq!(
+            found[0].source_event_ids,
+            vec![batch[0].event_id, batch[1].event_id]
+        );
+        assert_eq!(found[1].source_event_ids, vec![batch[0].event_id]);
     }
 
     #[test]

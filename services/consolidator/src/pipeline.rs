@@ -1,5 +1,6 @@
 //! The consolidation pipeline (seeds 000, 002, 004): messages → extract →
-//! route by confidence (memory / review / discarded) → compare with the
+//! screen for injections → route by confidence (memory / review /
+//! discarded) → compare with the
 //! subject's 20 nearest memories → merge decisions → memory and review
 //! events → relations and the profile (LLM only) → the batch's record.
 //!
@@ -18,8 +19,15 @@
 //! An LLM that fails, answers garbage, or whose tenant spent its daily
 //! budget never loses a batch: the rules consolidate it instead, and the
 //! memories' provenance names the fallback and its reason.
+//!
+//! Screening comes before confidence routing because a confidence says how
+//! clearly the messages state something, not whether it is safe to obey
+//! later: a candidate [`crate::injection::screen`] flags — text that
+//! instructs the assistant around its rules, or a standing instruction the
+//! user did not give — goes to review as `suspected_injection` whatever its
+//! confidence, from either strategy.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use chrono::Utc;
@@ -27,7 +35,8 @@ use mnemo_config::Policies;
 use mnemo_domain::consolidation::ConsolidationPolicy;
 use mnemo_domain::events::{
     streams, BatchConsolidated, EventType, MemoryCreated, MemoryMerged, MemoryReinforced,
-    MemorySuperseded, ProfileUpdated, ProposedAction, RelationAdded, ReviewRequested, Route,
+    MemorySuperseded, ProfileUpdated, ProposedAction, RelationAdded, ReviewReason,
+    ReviewRequested, Route,
     RoutedCandidate,
 };
 use mnemo_domain::{
@@ -44,6 +53,7 @@ use uuid::Uuid;
 
 use crate::budget::LlmBudget;
 use crate::buffer::{Conversation, MessageBuffer};
+use crate::injection::{self, Signal, Suspicion};
 use crate::strategy::{
     Candidate, ConsolidationStrategy, ConversationMessage, ExistingMemory, FoundRelation,
     MergeAction, MergeDecision, RelationQuery, Spend,
@@ -99,8 +109,12 @@ pub struct Outcome {
     pub reinforced: usize,
     pub superseded: usize,
     pub merged: usize,
-    /// Candidates held for a person (the review band, or a protected contradiction).
+    /// Candidates held for a person (the review band, a protected
+    /// contradiction, or a suspected injection).
     pub reviews: usize,
+    /// Candidates the injection screening sent to review, whatever their
+    /// confidence (counted in `reviews` too, unless the merge step skipped them).
+    pub suspected_injections: usize,
     /// Candidates the merge step found already known, with nothing to reinforce.
     pub skipped: usize,
     pub relations: usize,
@@ -122,6 +136,7 @@ impl Outcome {
         self.superseded += other.superseded;
         self.merged += other.merged;
         self.reviews += other.reviews;
+        self.suspected_injections += other.suspected_injections;
         self.skipped += other.skipped;
         self.relations += other.relations;
         self.profile_updated |= other.profile_updated;
@@ -397,6 +412,7 @@ impl Pipeline {
             fallback,
             routed: Vec::with_capacity(extracted.len()),
             candidates: Vec::new(),
+            suspicions: Vec::new(),
             slots: Vec::new(),
             event_ids: Vec::new(),
             vectors: Vec::new(),
@@ -557,6 +573,7 @@ impl Pipeline {
     /// The batch's record, appended last: once it is in the log, a
     /// redelivered batch returns before any LLM call.
     async fn finish(&self, batch: Batch<'_>, stamp: &Stamp<'_>) -> Result<Outcome, PipelineError> {
+        let signals = batch.signal_counts();
         let mut outcome = batch.outcome;
         let spend = batch.spend;
         outcome.fallback = batch.fallback.clone();
@@ -575,8 +592,9 @@ impl Pipeline {
             created: u32::try_from(outcome.created).unwrap_or(u32::MAX),
             reinforced: u32::try_from(outcome.reinforced).unwrap_or(u32::MAX),
             superseded: u32::try_from(outcome.superseded).unwrap_or(u32::MAX),
+            suspected_injections: u32::try_from(outcome.suspected_injections).unwrap_or(u32::MAX),
         };
-        self.observe(&record, &spend);
+        self.observe(&record, &spend, &signals);
         let record = Append {
             stream: streams::consolidation(&stamp.conversation.subject),
             id: batch.record_id,
@@ -586,7 +604,7 @@ impl Pipeline {
         Ok(outcome)
     }
 
-    fn observe(&self, record: &BatchConsolidated, spend: &Spend) {
+    fn observe(&self, record: &BatchConsolidated, spend: &Spend, signals: &BTreeMap<Signal, u64>) {
         let Some(metrics) = &self.metrics else {
             return;
         };
@@ -595,6 +613,14 @@ impl Pipeline {
                 .consolidation_candidates_total
                 .with_label_values(&[candidate.route.as_str()])
                 .inc();
+        }
+        // Label values are the detector's fixed signal names: a bounded
+        // set, and never the text that fired them.
+        for (signal, count) in signals {
+            metrics
+                .consolidation_suspected_injections_total
+                .with_label_values(&[signal.as_str()])
+                .inc_by(*count);
         }
         if let Some(reason) = &record.fallback {
             let reason = reason.split(':').next().unwrap_or(reason);
@@ -749,6 +775,9 @@ struct Batch<'a> {
     /// The candidates routing kept (not discarded). The vectors below are
     /// theirs, index for index.
     candidates: Vec<Candidate>,
+    /// For each kept candidate, why the injection screening holds it, if it
+    /// does (such a candidate's route is review, whatever its confidence).
+    suspicions: Vec<Option<Suspicion>>,
     /// For each kept candidate, its place in `routed` (whose route a
     /// protected contradiction may still change to review).
     slots: Vec<usize>,
@@ -773,25 +802,51 @@ impl<'a> Batch<'a> {
         self.policy.auto_threshold_for(self.active.name())
     }
 
-    /// Confidence routing: below `min_confidence` a candidate is discarded,
-    /// below the auto threshold held for review, else made a memory. Every
-    /// candidate goes in the record; the discarded ones go no further.
+    /// Screening, then confidence routing. A candidate the injection
+    /// screening flags is held for review whatever its confidence (never a
+    /// memory, never discarded unseen). Otherwise: below `min_confidence` a
+    /// candidate is discarded, below the auto threshold held for review,
+    /// else made a memory. Every candidate goes in the record; the
+    /// discarded ones go no further.
     fn route(&mut self, extracted: Vec<Candidate>) {
         let auto_threshold = self.auto_threshold();
+        let whole_batch = self.active.reads_whole_batch();
+        // Only a strategy that reads the whole batch is steered by messages
+        // a candidate does not cite.
+        let batch_signals = if whole_batch {
+            injection::scan_batch(&self.messages)
+        } else {
+            BTreeSet::new()
+        };
         for candidate in extracted {
-            let route = if candidate.confidence < self.policy.min_confidence {
+            let suspicion =
+                injection::screen(&candidate, &self.messages, whole_batch, &batch_signals);
+            let route = if suspicion.is_some() {
+                Route::Review
+            } else if candidate.confidence < self.policy.min_confidence {
                 Route::Discarded
             } else if candidate.confidence < auto_threshold {
                 Route::Review
             } else {
                 Route::Memory
             };
+            if let Some(suspicion) = &suspicion {
+                self.outcome.suspected_injections += 1;
+                // The signals' names only: what fired is logged, never the text.
+                tracing::warn!(
+                    tenant = %self.conversation.tenant,
+                    signals = ?suspicion.names(),
+                    strategy = self.active.name(),
+                    "candidate held for review as a suspected injection"
+                );
+            }
             self.routed.push(RoutedCandidate {
                 confidence: candidate.confidence,
                 route,
             });
             if route != Route::Discarded {
                 self.candidates.push(candidate);
+                self.suspicions.push(suspicion);
                 self.slots.push(self.routed.len() - 1);
             }
         }
@@ -908,8 +963,11 @@ impl<'a> Batch<'a> {
                 .is_some_and(|m| m.importance >= protected)
     }
 
-    /// The review a person decides, for a candidate in the review band or
-    /// in a protected contradiction; none when the merge step skips it.
+    /// The review a person decides, for a candidate in the review band, in
+    /// a protected contradiction or suspected of injection; none when the
+    /// merge step skips it (a suspected injection it skips is stored
+    /// nowhere, which is as safe as a review, and is still counted in the
+    /// batch record).
     fn review(
         &mut self,
         index: usize,
@@ -933,13 +991,30 @@ impl<'a> Batch<'a> {
                 (ProposedAction::MergeInto, Some(*target), content.clone())
             }
         };
-        let reason = if protected_conflict {
-            "contradicts an important memory".to_owned()
+        // A suspected injection says so first: that is what the reviewer
+        // must weigh, whatever else holds the candidate.
+        let (code, reason, signals) = if let Some(suspicion) = &self.suspicions[index] {
+            let names = suspicion.names();
+            (
+                ReviewReason::SuspectedInjection,
+                format!("suspected_injection: {}", names.join(", ")),
+                names,
+            )
+        } else if protected_conflict {
+            (
+                ReviewReason::ProtectedConflict,
+                "contradicts an important memory".to_owned(),
+                Vec::new(),
+            )
         } else {
-            format!(
-                "confidence {:.2} is below the auto threshold {:.2}",
-                candidate.confidence,
-                self.auto_threshold()
+            (
+                ReviewReason::ReviewBand,
+                format!(
+                    "confidence {:.2} is below the auto threshold {:.2}",
+                    candidate.confidence,
+                    self.auto_threshold()
+                ),
+                Vec::new(),
             )
         };
         let memory_id = self.memory_id(index);
@@ -953,6 +1028,8 @@ impl<'a> Batch<'a> {
             action,
             target,
             reason: Some(SubjectText::new(reason)),
+            reason_code: Some(code),
+            signals,
             excerpt: Some(SubjectText::new(excerpt(
                 &self.messages,
                 &candidate.source_event_ids,
@@ -1101,6 +1178,18 @@ impl<'a> Batch<'a> {
             MergeAction::Keep | MergeAction::Skip => {}
         }
         appends
+    }
+
+    /// How often each signal fired on the batch's held candidates, for the
+    /// metric (a candidate counts once per signal).
+    fn signal_counts(&self) -> BTreeMap<Signal, u64> {
+        let mut counts = BTreeMap::new();
+        for suspicion in self.suspicions.iter().flatten() {
+            for signal in &suspicion.signals {
+                *counts.entry(*signal).or_default() += 1;
+            }
+        }
+        counts
     }
 
     /// Each new memory and the nearest of its neighbours, for the relation

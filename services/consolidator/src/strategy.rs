@@ -168,6 +168,14 @@ pub trait ConsolidationStrategy: Send + Sync + 'static {
     fn prompt_version(&self) -> Option<String> {
         None
     }
+    /// Whether one extraction reads the whole batch at once (an LLM does),
+    /// so that any message of it can steer any candidate, its sources
+    /// included; the injection screening then holds every candidate of a
+    /// batch that carries an injection. True unless a strategy knows
+    /// better: the rules read each user message alone and cite it exactly.
+    fn reads_whole_batch(&self) -> bool {
+        true
+    }
     async fn extract(
         &self,
         messages: &[ConversationMessage],

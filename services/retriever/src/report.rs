@@ -195,6 +195,7 @@ mod tests {
             created: 1,
             reinforced: 0,
             superseded: 0,
+            suspected_injections: 0,
         }
     }
 

@@ -122,6 +122,10 @@ fn review_view(recorded: &RecordedEvent, request: &mnemo_domain::events::ReviewR
         "action": request.action.as_str(),
         "target": request.target.map(|t| t.to_string()),
         "reason": text(&request.reason),
+        // The code and the signals are plain: shown even where the worded
+        // reason is not (absent on reviews recorded before they existed).
+        "reason_code": request.reason_code.map(|code| code.as_str()),
+        "signals": request.signals,
         "excerpt": text(&request.excerpt),
         "source_event_ids": request.source_event_ids.iter().map(EventId::to_string).collect::<Vec<_>>(),
         "producer": request.producer.as_ref().map(|p: &Producer| json!(p)),
@@ -250,6 +254,7 @@ pub async fn review_stats(
     let mut routed: BTreeMap<&'static str, u64> =
         Route::ALL.into_iter().map(|r| (r.as_str(), 0)).collect();
     let mut batches = 0u64;
+    let mut suspected_injections = 0u64;
     let mut undecodable = 0u64;
     scan(
         state,
@@ -263,6 +268,7 @@ pub async fn review_stats(
             match DomainEvent::decode(&event.event_type, event.schema_version, event.payload) {
                 Ok(DomainEvent::BatchConsolidated(batch)) => {
                     batches += 1;
+                    suspected_injections += u64::from(batch.suspected_injections);
                     for candidate in batch.candidates {
                         confidences.push(candidate.confidence);
                         *routed.entry(candidate.route.as_str()).or_default() += 1;
@@ -349,6 +355,11 @@ pub async fn review_stats(
         "batches": batches,
         "candidates": confidences.len(),
         "routed": routed,
+        // Held for review as suspected injections, whatever their
+        // confidence: part of `routed.review`. The threshold arithmetic
+        // below still counts them by confidence, although no threshold
+        // would have made them memories.
+        "suspected_injections": suspected_injections,
         "thresholds": {
             "auto": round4(auto_threshold),
             "review": round4(review_threshold),

@@ -119,6 +119,12 @@ impl ConsolidationStrategy for RuleStrategy {
         Self::VERSION
     }
 
+    /// Each user message is read alone and cited exactly: an injection in
+    /// one message holds only the candidates of that message.
+    fn reads_whole_batch(&self) -> bool {
+        false
+    }
+
     async fn extract(
         &self,
         messages: &[ConversationMessage],
