@@ -35,9 +35,8 @@ use mnemo_config::Policies;
 use mnemo_domain::consolidation::ConsolidationPolicy;
 use mnemo_domain::events::{
     streams, BatchConsolidated, EventType, MemoryCreated, MemoryMerged, MemoryReinforced,
-    MemorySuperseded, ProfileUpdated, ProposedAction, RelationAdded, ReviewReason,
-    ReviewRequested, Route,
-    RoutedCandidate,
+    MemorySuperseded, ProfileUpdated, ProposedAction, RelationAdded, ReviewReason, ReviewRequested,
+    Route, RoutedCandidate,
 };
 use mnemo_domain::{
     importance_for, DomainEvent, EventId, EventMetadata, MemoryId, MemoryKind, MemoryState,
