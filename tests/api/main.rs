@@ -5,6 +5,7 @@ mod bad_input;
 mod erasure;
 mod helpers;
 mod jwt;
+mod limits;
 mod llm;
 mod memories;
 mod messages;
