@@ -1,13 +1,30 @@
-//! Size limits: oversize request heads get a 4xx with the JSON error body,
-//! and nothing is appended.
+//! Size limits: oversize request heads, and the length of every free-text
+//! query parameter and search filter. Each refusal is a 4xx with the JSON
+//! error body, and nothing is appended.
 
 use std::time::Duration;
 
+use reqwest::Method;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::helpers::{spawn_app, TestApp};
+
+/// Asserts a 4xx JSON error whose code is `code` and whose message names
+/// `parameter` without echoing the value.
+async fn assert_refused(response: reqwest::Response, status: u16, code: &str, parameter: &str) {
+    let got = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(got, status, "{parameter}: {body}");
+    assert_eq!(body["error"]["code"], code, "{parameter}: {body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(parameter), "{parameter}: {message}");
+    assert!(
+        !message.contains(&"x".repeat(200)),
+        "{parameter}: {message}"
+    );
+}
 
 /// A response read off the wire, as the server wrote it.
 struct RawResponse {
@@ -168,4 +185,138 @@ async fn what_the_http_server_refuses_before_the_app_runs_has_an_empty_body() {
 
     // Nothing reached the app.
     assert!(app.all_events("acme").await.is_empty());
+}
+
+/// 10,000 characters: what the search filters and the audit `actor` took.
+fn long() -> String {
+    "x".repeat(10_000)
+}
+
+#[tokio::test]
+async fn overlong_query_parameters_are_refused_and_nothing_is_appended() {
+    let app = spawn_app().await;
+    let token = app.admin("acme");
+    app.memory(&token, "u", "Lives in Lyon").await;
+    let before = app.all_events("acme").await.len();
+    let long = long();
+
+    // The audit log: `actor` is compared with a token's `sub`, at most
+    // 256 characters; `type` is a list of event types.
+    for (parameter, query) in [
+        ("`actor`", format!("actor={long}")),
+        ("`type`", format!("type={long}")),
+    ] {
+        let response = app.get(&format!("/v1/audit?{query}"), &token).await;
+        assert_refused(response, 400, "parameter_too_long", parameter).await;
+    }
+    let at_limit = format!("/v1/audit?actor={}", "x".repeat(256));
+    assert_eq!(app.get_json(&at_limit, &token).await["events"], json!([]));
+    let over = format!("/v1/audit?actor={}", "x".repeat(257));
+    assert_refused(
+        app.get(&over, &token).await,
+        400,
+        "parameter_too_long",
+        "`actor`",
+    )
+    .await;
+
+    // A subject's memories: the comma-separated lists.
+    for parameter in ["kind", "tag", "state"] {
+        let path = format!("/v1/subjects/u/memories?{parameter}={long}");
+        let response = app.get(&path, &token).await;
+        assert_refused(
+            response,
+            400,
+            "parameter_too_long",
+            &format!("`{parameter}`"),
+        )
+        .await;
+    }
+
+    // The review queue and its statistics: ids and the cursor.
+    let response = app.get(&format!("/v1/review?subject={long}"), &token).await;
+    assert_refused(response, 400, "invalid_id", "subject_id").await;
+    let response = app.get(&format!("/v1/review?cursor={long}"), &token).await;
+    assert_refused(response, 400, "invalid_cursor", "cursor").await;
+    let response = app
+        .get(&format!("/v1/review/stats?subject={long}"), &token)
+        .await;
+    assert_refused(response, 400, "invalid_id", "subject_id").await;
+    let response = app.get(&format!("/v1/audit?subject={long}"), &token).await;
+    assert_refused(response, 400, "invalid_id", "subject_id").await;
+
+    assert_eq!(app.all_events("acme").await.len(), before);
+}
+
+#[tokio::test]
+async fn overlong_search_and_context_filters_are_refused_and_nothing_is_appended() {
+    let app = spawn_app().await;
+    let token = app.admin("acme");
+    app.memory(&token, "u", "Lives in Lyon").await;
+    let before = app.all_events("acme").await.len();
+    let long = long();
+    let search = |filters: Value| {
+        app.call(
+            Method::POST,
+            "/v1/subjects/u/search",
+            &token,
+            Some(json!({"query": "Lyon", "filters": filters})),
+        )
+    };
+    let context = |filters: Value| {
+        app.call(
+            Method::POST,
+            "/v1/subjects/u/context",
+            &token,
+            Some(json!({"messages": [{"role": "user", "content": "Lyon?"}], "filters": filters})),
+        )
+    };
+
+    // Session and agent filters are ids: at most the domain's 128.
+    for field in ["session", "agent"] {
+        let name = format!("`filters.{field}`");
+        let response = search(json!({ field: long })).await;
+        assert_refused(response, 422, "filter_too_long", &name).await;
+        let response = context(json!({ field: long })).await;
+        assert_refused(response, 422, "filter_too_long", &name).await;
+        let response = search(json!({ field: "s".repeat(129) })).await;
+        assert_refused(response, 422, "filter_too_long", &name).await;
+        // At the limit: searched, nothing matches.
+        let response = search(json!({ field: "s".repeat(128) })).await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(
+            response.json::<Value>().await.unwrap()["results"],
+            json!([])
+        );
+    }
+    // Tags: as many and as long as a memory's may be (20, 64 characters).
+    let response = search(json!({"tags": [long]})).await;
+    assert_refused(response, 422, "filter_too_long", "`filters.tags[]`").await;
+    let response = context(json!({"tags": vec!["t"; 21]})).await;
+    assert_refused(response, 422, "too_many_tags", "`filters.tags`").await;
+
+    // The ingest side already bounds its fields; its sources are message
+    // ids (at most 128), so a longer one names no message.
+    let response = app
+        .create_memory(
+            &token,
+            "u",
+            json!({"content": "Likes tea", "kind": "preference", "sources": [long]}),
+        )
+        .await;
+    assert_eq!(response.status(), 422);
+    assert_eq!(
+        response.json::<Value>().await.unwrap()["error"]["code"],
+        "unknown_source"
+    );
+    let response = app
+        .post_messages(
+            &token,
+            "u",
+            json!([{"role": "user", "content": "hi", "session": long}]),
+        )
+        .await;
+    assert_refused(response, 400, "invalid_id", "session_id").await;
+
+    assert_eq!(app.all_events("acme").await.len(), before);
 }

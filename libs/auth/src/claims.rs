@@ -15,6 +15,10 @@ use crate::{AuthError, Principal, Scope};
 /// into every log line.
 pub(crate) const MAX_TEXT_CLAIM_CHARS: usize = 256;
 
+/// Longest actor (`sub` claim, [`Principal::actor`]), in characters: what a
+/// filter on the actor may be compared with.
+pub const MAX_ACTOR_CHARS: usize = MAX_TEXT_CLAIM_CHARS;
+
 /// The whole claim set as the verifier reads it once the signature has
 /// checked out. Everything is a raw JSON value so that a wrongly typed claim
 /// yields an error naming the claim, not a serde message quoting its value.

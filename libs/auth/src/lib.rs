@@ -39,6 +39,7 @@ mod scope;
 mod verifier;
 
 pub use algorithm::JwtAlgorithm;
+pub use claims::MAX_ACTOR_CHARS;
 pub use error::AuthError;
 pub use minter::{generate_secret, MintRequest, Minter};
 pub use principal::Principal;
