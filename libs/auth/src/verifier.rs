@@ -280,7 +280,7 @@ impl Verifier {
                 key,
                 alg.to_jsonwebtoken(),
             ) {
-                Ok(true) => return self.read_claims(payload)?.verify(&self.claim_checks()),
+                Ok(true) => return read_claims(payload)?.verify(&self.claim_checks()),
                 // Only a signature mismatch moves on to the next key; any
                 // other failure is about the token's shape, and another key
                 // would not change it.
@@ -292,20 +292,12 @@ impl Verifier {
         Err(AuthError::InvalidSignature)
     }
 
-    /// The payload of a token whose signature holds: a JSON object, each
-    /// claim at most once.
-    fn read_claims(&self, payload: &str) -> Result<RawClaims, AuthError> {
-        let bytes = URL_SAFE_NO_PAD
-            .decode(payload)
-            .map_err(|_| AuthError::MalformedToken)?;
-        serde_json::from_slice(&bytes).map_err(|_| AuthError::MalformedToken)
-    }
-
     fn claim_checks(&self) -> ClaimChecks<'_> {
-        // A clock before 1970 is broken; every token then looks expired.
+        // A clock before 1970 is broken: fail closed, every token then
+        // looks expired.
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+            .map_or(u64::MAX, |d| d.as_secs());
         ClaimChecks {
             now,
             leeway: self.leeway_seconds,
@@ -367,6 +359,15 @@ fn parse_header(token: &str) -> Result<JoseHeader, AuthError> {
     }
     let bytes = URL_SAFE_NO_PAD
         .decode(header)
+        .map_err(|_| AuthError::MalformedToken)?;
+    serde_json::from_slice(&bytes).map_err(|_| AuthError::MalformedToken)
+}
+
+/// The payload of a token whose signature holds: a JSON object, each claim
+/// at most once.
+fn read_claims(payload: &str) -> Result<RawClaims, AuthError> {
+    let bytes = URL_SAFE_NO_PAD
+        .decode(payload)
         .map_err(|_| AuthError::MalformedToken)?;
     serde_json::from_slice(&bytes).map_err(|_| AuthError::MalformedToken)
 }
