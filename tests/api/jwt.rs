@@ -51,6 +51,11 @@ async fn bad_tokens_are_refused_with_the_reason() {
     wrong_issuer["iss"] = json!("evil");
     let mut no_tenant = claims();
     no_tenant.as_object_mut().unwrap().remove("tenant");
+    // Once skipped by jsonwebtoken, and with it the not-before check.
+    let mut nbf_text = claims();
+    nbf_text["nbf"] = json!("soon");
+    let mut exp_text = claims();
+    exp_text["exp"] = json!((now() + 600).to_string());
 
     let cases = [
         (sign(&app, &expired), "token_expired"),
@@ -58,6 +63,8 @@ async fn bad_tokens_are_refused_with_the_reason() {
         (sign(&app, &wrong_audience), "wrong_audience"),
         (sign(&app, &wrong_issuer), "wrong_issuer"),
         (sign(&app, &no_tenant), "invalid_claims"),
+        (sign(&app, &nbf_text), "invalid_claims"),
+        (sign(&app, &exp_text), "invalid_claims"),
         (
             encode(
                 &Header::default(),

@@ -6,6 +6,7 @@ mod erasure;
 mod helpers;
 mod injection;
 mod jwt;
+mod limits;
 mod llm;
 mod memories;
 mod messages;

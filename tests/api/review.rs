@@ -715,6 +715,54 @@ async fn review_stats_count_candidates_thresholds_and_decisions() {
     assert_eq!(globex["reviews"]["pending"], 0);
 }
 
+/// A subject-bound token is about one subject, whatever its scopes: the
+/// tenant-wide statistics and cost report are not for it.
+#[tokio::test]
+async fn a_subject_bound_token_gets_its_own_subject_in_the_stats_and_the_report() {
+    let app = spawn_app().await;
+    use Route::{Discarded, Memory};
+    app.batch("acme", "u1", &[(0.9, Memory), (0.3, Discarded)])
+        .await;
+    app.batch(
+        "acme",
+        "u2",
+        &[(0.9, Memory), (0.95, Memory), (0.2, Discarded)],
+    )
+    .await;
+    app.batch("acme", "u2", &[(0.99, Memory)]).await;
+    app.request_review("acme", "u2", Proposal::new("Prefers aisle seats"))
+        .await;
+    let scopes = [Scope::MemoriesReview, Scope::AuditRead];
+    let bound = app.token("acme", &scopes, Some("u1"));
+    let unbound = app.token("acme", &scopes, None);
+
+    let stats = app.get_json("/v1/review/stats", &bound).await;
+    assert_eq!(stats["batches"], 1);
+    assert_eq!(stats["candidates"], 2);
+    assert_eq!(stats["reviews"]["pending"], 0);
+    let own = app.get_json("/v1/review/stats?subject=u1", &bound).await;
+    assert_eq!(own["candidates"], 2);
+    assert_error(
+        app.get("/v1/review/stats?subject=u2", &bound).await,
+        403,
+        "subject_forbidden",
+    )
+    .await;
+    let tenant = app.get_json("/v1/review/stats", &unbound).await;
+    assert_eq!(tenant["candidates"], 6);
+    assert_eq!(tenant["reviews"]["pending"], 1);
+
+    let report = app.get_json("/v1/consolidation/report", &bound).await;
+    assert_eq!(report["subject"], "u1");
+    assert_eq!(report["report"]["totals"]["batches"], 1);
+    assert_eq!(report["report"]["totals"]["messages"], 10);
+    assert_eq!(report["report"]["candidates"]["memory"], 1);
+    let report = app.get_json("/v1/consolidation/report", &unbound).await;
+    assert_eq!(report["subject"], Value::Null);
+    assert_eq!(report["report"]["totals"]["batches"], 3);
+    assert_eq!(report["report"]["totals"]["messages"], 30);
+}
+
 #[tokio::test]
 async fn the_profile_is_404_until_updated_then_the_latest_wins_and_context_includes_it() {
     let app = spawn_app().await;

@@ -26,7 +26,7 @@ use mnemo_forgetter::targets::{PipelineStateErasure, ReadModelErasure, VectorInd
 use mnemo_forgetter::usage::AccessSignals;
 use mnemo_forgetter::ErasureExecutor;
 use mnemo_http::health::{self, Health};
-use mnemo_http::{extractor_configs, json_error_bodies, observe_requests};
+use mnemo_http::{extractor_configs, json_error_bodies, limit_request_headers, observe_requests};
 use mnemo_ingest::{IngestState, Scrubbers};
 use mnemo_retriever::{MemoryProjection, RetrieverState};
 use mnemo_telemetry::Metrics;
@@ -433,6 +433,8 @@ fn serve_http(
     let server = HttpServer::new(move || {
         App::new()
             .wrap(json_error_bodies())
+            // Inside the span and the metrics, so a 431 is counted too.
+            .wrap(from_fn(limit_request_headers))
             .wrap(from_fn(observe_requests))
             .app_data(verifier.clone())
             .app_data(metrics.clone())

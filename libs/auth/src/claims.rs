@@ -15,11 +15,20 @@ use crate::{AuthError, Principal, Scope};
 /// into every log line.
 pub(crate) const MAX_TEXT_CLAIM_CHARS: usize = 256;
 
-/// What the verifier reads after `jsonwebtoken` has checked the signature and
-/// the registered time/issuer/audience claims. Everything is a raw JSON value
-/// so that a wrongly typed claim yields an error naming the claim, not a
-/// serde message quoting its value. Serde's derive refuses duplicate keys,
-/// which closes the door on parser-differential tricks.
+/// Longest actor (`sub` claim, [`Principal::actor`]), in characters: what a
+/// filter on the actor may be compared with.
+pub const MAX_ACTOR_CHARS: usize = MAX_TEXT_CLAIM_CHARS;
+
+/// The whole claim set as the verifier reads it once the signature has
+/// checked out. Everything is a raw JSON value so that a wrongly typed claim
+/// yields an error naming the claim, not a serde message quoting its value.
+/// Serde's derive refuses duplicate keys, which closes the door on
+/// parser-differential tricks.
+///
+/// The registered claims (`exp`, `nbf`, `iat`, `iss`, `aud`) are read and
+/// checked here too, not by `jsonwebtoken`: it silently skips a claim it
+/// cannot parse, so `"nbf": "soon"` (or `true`, `-1`, `{}`) would switch the
+/// not-before check off instead of refusing the token.
 #[derive(Debug, Deserialize)]
 pub(crate) struct RawClaims {
     #[serde(default)]
@@ -34,6 +43,42 @@ pub(crate) struct RawClaims {
     jti: Option<Value>,
     #[serde(default)]
     iat: Option<Value>,
+    #[serde(default)]
+    exp: Option<Value>,
+    #[serde(default)]
+    nbf: Option<Value>,
+    #[serde(default)]
+    iss: Option<Value>,
+    #[serde(default)]
+    aud: Option<Value>,
+}
+
+/// What the registered claims are checked against, for one verification.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClaimChecks<'a> {
+    /// Seconds since the Unix epoch.
+    pub now: u64,
+    /// Tolerated clock skew on `exp` and `nbf`, in seconds.
+    pub leeway: u64,
+    /// When set, `iss` must be present and equal.
+    pub issuer: Option<&'a str>,
+    /// When set, `aud` must be present and name it.
+    pub audience: Option<&'a str>,
+}
+
+/// `aud`: RFC 7519 §4.1.3 allows one string or an array of strings.
+enum Audience {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Audience {
+    fn contains(&self, wanted: &str) -> bool {
+        match self {
+            Audience::One(aud) => aud == wanted,
+            Audience::Many(auds) => auds.iter().any(|aud| aud == wanted),
+        }
+    }
 }
 
 fn invalid(message: impl Into<String>) -> AuthError {
@@ -49,8 +94,39 @@ fn string_claim(name: &str, value: Option<Value>) -> Result<Option<String>, Auth
     }
 }
 
-fn required_string_claim(name: &str, value: Option<Value>) -> Result<String, AuthError> {
-    string_claim(name, value)?.ok_or_else(|| invalid(format!("missing required claim `{name}`")))
+/// A NumericDate (RFC 7519 §2): a non-negative JSON number of seconds,
+/// fractions allowed and rounded as `jsonwebtoken` does. Anything else, a
+/// numeric string included, is refused; JSON `null` counts as absent.
+fn numeric_date_claim(name: &str, value: Option<Value>) -> Result<Option<u64>, AuthError> {
+    let refused = || invalid(format!("claim `{name}` must be a non-negative number"));
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match (n.as_u64(), n.as_f64()) {
+            (Some(seconds), _) => Ok(Some(seconds)),
+            (None, Some(t)) if t.is_finite() && t >= 0.0 && t < u64::MAX as f64 => {
+                Ok(Some(t.round() as u64))
+            }
+            _ => Err(refused()),
+        },
+        Some(_) => Err(refused()),
+    }
+}
+
+fn audience_claim(value: Option<Value>) -> Result<Option<Audience>, AuthError> {
+    const SHAPE: &str = "claim `aud` must be a string or an array of strings";
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(aud)) => Ok(Some(Audience::One(aud))),
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .map(|item| match item {
+                Value::String(aud) => Ok(aud),
+                _ => Err(invalid(SHAPE)),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(|auds| Some(Audience::Many(auds))),
+        Some(_) => Err(invalid(SHAPE)),
+    }
 }
 
 /// Free-text claims (`sub`, `jti`) end up in logs and audit records: bound
@@ -96,31 +172,57 @@ fn parse_scopes(value: Option<Value>) -> Result<BTreeSet<Scope>, AuthError> {
 }
 
 impl RawClaims {
-    pub(crate) fn into_principal(self) -> Result<Principal, AuthError> {
-        let tenant = required_string_claim("tenant", self.tenant)?;
+    /// Checks every claim and builds the principal. The shape of every
+    /// claim is checked first, so a wrongly typed one is always
+    /// `invalid_claims`, whatever else is wrong; then time, issuer and
+    /// audience; then the values of our own claims.
+    pub(crate) fn verify(self, checks: &ClaimChecks<'_>) -> Result<Principal, AuthError> {
+        let exp = numeric_date_claim("exp", self.exp)?
+            .ok_or_else(|| invalid("claim `exp` is required and must be a number"))?;
+        let nbf = numeric_date_claim("nbf", self.nbf)?;
+        // `iat` is informational, but a non-numeric one means the issuer is
+        // not producing the tokens we think it is.
+        numeric_date_claim("iat", self.iat)?;
+        let iss = string_claim("iss", self.iss)?;
+        let aud = audience_claim(self.aud)?;
+        let tenant = string_claim("tenant", self.tenant)?;
+        let actor = string_claim("sub", self.sub)?;
+        let scopes = parse_scopes(self.scope)?;
+        let subject = string_claim("subject", self.subject)?;
+        let token_id = string_claim("jti", self.jti)?;
+
+        // The same comparisons (and leeway) as `jsonwebtoken`'s.
+        if exp.saturating_add(checks.leeway) < checks.now {
+            return Err(AuthError::TokenExpired);
+        }
+        if nbf.is_some_and(|nbf| nbf > checks.now.saturating_add(checks.leeway)) {
+            return Err(AuthError::TokenNotYetValid);
+        }
+        // A token without the configured iss/aud is not for us.
+        if let Some(issuer) = checks.issuer {
+            if iss.as_deref() != Some(issuer) {
+                return Err(AuthError::WrongIssuer);
+            }
+        }
+        if let Some(audience) = checks.audience {
+            if !aud.is_some_and(|aud| aud.contains(audience)) {
+                return Err(AuthError::WrongAudience);
+            }
+        }
+
+        let tenant = tenant.ok_or_else(|| invalid("missing required claim `tenant`"))?;
         let tenant =
             TenantId::parse(tenant).map_err(|e| invalid(format!("claim `tenant`: {e}")))?;
 
-        let actor = required_string_claim("sub", self.sub)?;
+        let actor = actor.ok_or_else(|| invalid("missing required claim `sub`"))?;
         check_text_claim("sub", &actor)?;
 
-        let scopes = parse_scopes(self.scope)?;
-
-        let subject = string_claim("subject", self.subject)?
+        let subject = subject
             .map(|s| SubjectId::parse(s).map_err(|e| invalid(format!("claim `subject`: {e}"))))
             .transpose()?;
 
-        let token_id = string_claim("jti", self.jti)?;
         if let Some(jti) = &token_id {
             check_text_claim("jti", jti)?;
-        }
-
-        // `iat` is informational, but a non-numeric one means the issuer is
-        // not producing the tokens we think it is.
-        match self.iat {
-            None | Some(Value::Null) => {}
-            Some(Value::Number(n)) if n.as_f64().is_some_and(|t| t >= 0.0) => {}
-            Some(_) => return Err(invalid("claim `iat` must be a non-negative number")),
         }
 
         Ok(Principal {
@@ -158,10 +260,21 @@ mod tests {
 
     use super::*;
 
-    fn principal(claims: Value) -> Result<Principal, AuthError> {
+    const NOW: u64 = 1_800_000_000;
+
+    /// Verified at [`NOW`], with an `exp` an hour later unless given.
+    fn principal(mut claims: Value) -> Result<Principal, AuthError> {
+        if claims.get("exp").is_none() {
+            claims["exp"] = json!(NOW + 3600);
+        }
         serde_json::from_value::<RawClaims>(claims)
             .unwrap()
-            .into_principal()
+            .verify(&ClaimChecks {
+                now: NOW,
+                leeway: 0,
+                issuer: None,
+                audience: None,
+            })
     }
 
     #[test]
@@ -196,6 +309,22 @@ mod tests {
                 json!({"tenant": "acme", "sub": "a", "iat": "secret-name"}),
                 "iat",
             ),
+            (
+                json!({"tenant": "acme", "sub": "a", "nbf": "secret-name"}),
+                "nbf",
+            ),
+            (
+                json!({"tenant": "acme", "sub": "a", "exp": "secret-name"}),
+                "exp",
+            ),
+            (
+                json!({"tenant": "acme", "sub": "a", "iss": ["secret-name"]}),
+                "iss",
+            ),
+            (
+                json!({"tenant": "acme", "sub": "a", "aud": {"secret": 12345}}),
+                "aud",
+            ),
         ] {
             let err = principal(claims).unwrap_err();
             let message = err.to_string();
@@ -204,6 +333,48 @@ mod tests {
             assert!(!message.contains("secret"), "{message}");
             assert!(!message.contains("12345"), "{message}");
         }
+    }
+
+    #[test]
+    fn numeric_dates() {
+        for (value, expected) in [
+            (json!(null), None),
+            (json!(0), Some(0)),
+            (json!(NOW), Some(NOW)),
+            (json!(12.4), Some(12)),
+            (json!(12.6), Some(13)),
+        ] {
+            assert_eq!(
+                numeric_date_claim("nbf", Some(value.clone())),
+                Ok(expected),
+                "{value}"
+            );
+        }
+        assert_eq!(numeric_date_claim("nbf", None), Ok(None));
+        for value in [
+            json!(-1),
+            json!(-0.5),
+            json!(1e300),
+            json!("1800000000"),
+            json!("soon"),
+            json!(true),
+            json!([NOW]),
+            json!({"t": NOW}),
+        ] {
+            let err = numeric_date_claim("nbf", Some(value.clone())).unwrap_err();
+            assert!(err.to_string().contains("`nbf`"), "{value}: {err}");
+        }
+    }
+
+    #[test]
+    fn type_errors_come_before_time_errors() {
+        // Expired and mistyped: the mistyped claim is what gets reported.
+        let err = principal(json!({"tenant": 1, "sub": "a", "exp": 1})).unwrap_err();
+        assert!(matches!(err, AuthError::InvalidClaims(_)), "{err}");
+        assert_eq!(
+            principal(json!({"tenant": "acme", "sub": "a", "exp": 1})),
+            Err(AuthError::TokenExpired)
+        );
     }
 
     #[test]

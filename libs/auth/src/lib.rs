@@ -17,6 +17,10 @@
 //! - `exp` is mandatory, `nbf` is checked when present, and `iss`/`aud`
 //!   become mandatory once configured. The leeway (default 30 s, at most
 //!   300 s) applies to `exp` and `nbf` only.
+//! - Every claim is type-checked here, registered ones included: a claim of
+//!   the wrong JSON type (`"nbf": "soon"`, a string `exp`, a numeric
+//!   `tenant`) is `invalid_claims`, never skipped. `jsonwebtoken` skips the
+//!   registered claims it cannot parse, so it only checks signatures.
 //! - Tenant and subject go through mnemo-domain's id parsers, so what leaves
 //!   this crate is already validated. Unknown scopes are ignored so that one
 //!   issuer can serve several services.
@@ -35,6 +39,7 @@ mod scope;
 mod verifier;
 
 pub use algorithm::JwtAlgorithm;
+pub use claims::MAX_ACTOR_CHARS;
 pub use error::AuthError;
 pub use minter::{generate_secret, MintRequest, Minter};
 pub use principal::Principal;

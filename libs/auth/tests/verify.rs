@@ -205,6 +205,89 @@ fn nbf_in_the_future_is_refused() {
 }
 
 #[test]
+fn nbf_in_the_past_or_as_a_fraction_is_accepted() {
+    assert!(verify(&with(claims(), "nbf", json!(now() - 3600))).is_ok());
+    assert!(verify(&with(claims(), "nbf", json!(0))).is_ok());
+    assert!(verify(&with(claims(), "nbf", json!(now() as f64 - 0.5))).is_ok());
+    // A fraction in the future is still in the future.
+    assert_eq!(
+        verify(&with(claims(), "nbf", json!(now() as f64 + 3600.5))),
+        Err(AuthError::TokenNotYetValid)
+    );
+    // `null` is no `nbf` at all, as for every optional claim.
+    assert!(verify(&with(claims(), "nbf", Value::Null)).is_ok());
+}
+
+/// A wrongly typed claim is refused as `invalid_claims` (401), the message
+/// naming the claim and not its value. `jsonwebtoken` on its own skips a
+/// registered claim it cannot parse: a non-numeric `nbf` used to switch
+/// the not-before check off.
+#[test]
+fn every_claim_of_the_wrong_type_is_refused() {
+    let numbers = || {
+        vec![
+            json!("soon"),
+            json!("1900000000"),
+            json!(true),
+            json!({"at": 1}),
+            json!([1]),
+            json!(-1),
+            json!(1e300),
+        ]
+    };
+    let strings = || vec![json!(42), json!(true), json!({"v": "x"}), json!(["acme"])];
+    let mut cases: Vec<(&str, Vec<Value>)> = vec![
+        ("exp", numbers()),
+        ("nbf", numbers()),
+        ("iat", numbers()),
+        ("tenant", strings()),
+        ("sub", strings()),
+        ("subject", strings()),
+        ("iss", strings()),
+        ("jti", strings()),
+    ];
+    let lists = || vec![json!(42), json!(true), json!({"v": "x"}), json!(["ok", 7])];
+    cases.push(("scope", lists()));
+    cases.push(("aud", lists()));
+    // Checked whether or not an issuer and an audience are configured, and
+    // before them: a mistyped `iss` is not merely the wrong issuer.
+    let lenient = Verifier::new(VerifierConfig {
+        issuer: None,
+        audience: None,
+        ..full_config()
+    })
+    .unwrap();
+    for verifier in [verifier(), lenient] {
+        for (claim, values) in &cases {
+            for value in values {
+                let token = sign(Algorithm::HS256, &with(claims(), claim, value.clone()));
+                let err = verifier.verify(&token).unwrap_err();
+                assert!(
+                    matches!(&err, AuthError::InvalidClaims(m) if m.contains(&format!("`{claim}`"))),
+                    "{claim} = {value}: {err:?}"
+                );
+                assert_eq!(err.code(), "invalid_claims");
+                assert!(!err.is_forbidden());
+                let message = err.to_string();
+                assert!(!message.contains("soon"), "{message}");
+                assert!(!message.contains("1900000000"), "{message}");
+            }
+        }
+    }
+}
+
+#[test]
+fn claims_are_judged_only_once_the_signature_verifies() {
+    let token = jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &with(claims(), "nbf", json!("soon")),
+        &EncodingKey::from_secret(b"another-secret-of-at-least-32-bytes"),
+    )
+    .unwrap();
+    assert_eq!(verifier().verify(&token), Err(AuthError::InvalidSignature));
+}
+
+#[test]
 fn missing_exp_is_refused() {
     let err = verify(&without(claims(), "exp")).unwrap_err();
     assert!(

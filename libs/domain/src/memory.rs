@@ -143,6 +143,12 @@ impl MemoryRelation {
     }
 }
 
+/// Most tags a memory may carry. Writes refuse more; a search filter with
+/// more could match no memory.
+pub const MAX_TAGS: usize = 20;
+/// Longest tag, in characters (after trimming).
+pub const MAX_TAG_CHARS: usize = 64;
+
 /// A memory as of some version: the fold of its stream.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Memory {

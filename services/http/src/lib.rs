@@ -21,5 +21,8 @@ pub mod views;
 pub use appends::CountedLog;
 pub use auth::Authenticated;
 pub use error::ApiError;
-pub use middleware::{extractor_configs, json_error_bodies, observe_requests};
+pub use middleware::{
+    extractor_configs, json_error_bodies, limit_request_headers, observe_requests,
+    MAX_REQUEST_HEADER_BYTES,
+};
 pub use paths::{ErasurePath, MemoryPath, ReviewPath, SubjectPath};

@@ -2,8 +2,8 @@
 
 use crate::error::InputError;
 
-pub(crate) const MAX_TAGS: usize = 20;
-pub(crate) const MAX_TAG_CHARS: usize = 64;
+/// The domain's, so that the search filters' tag limits are the same.
+pub(crate) use mnemo_domain::memory::{MAX_TAGS, MAX_TAG_CHARS};
 pub(crate) const MAX_REASON_CHARS: usize = 1000;
 
 pub(crate) fn check_content(

@@ -41,6 +41,10 @@ pub enum ReadError {
     InvalidRange,
     #[error("cursor is not one we gave")]
     InvalidCursor,
+    /// A free-text query parameter over its documented maximum. Names the
+    /// parameter, never echoes the value.
+    #[error("`{parameter}` must be at most {max} characters")]
+    ParameterTooLong { parameter: &'static str, max: usize },
 }
 
 impl From<EventStoreError> for ReadError {
@@ -65,7 +69,8 @@ impl Classified for ReadError {
             | ReadError::InvalidState(_)
             | ReadError::InvalidType(_)
             | ReadError::InvalidRange
-            | ReadError::InvalidCursor => ErrorClass::Malformed,
+            | ReadError::InvalidCursor
+            | ReadError::ParameterTooLong { .. } => ErrorClass::Malformed,
         }
     }
 
@@ -85,6 +90,7 @@ impl Classified for ReadError {
             ReadError::InvalidType(_) => "invalid_type",
             ReadError::InvalidRange => "invalid_range",
             ReadError::InvalidCursor => "invalid_cursor",
+            ReadError::ParameterTooLong { .. } => "parameter_too_long",
         }
     }
 }
@@ -104,6 +110,11 @@ pub enum SearchError {
     OutOfRange { field: &'static str },
     #[error("from is after to")]
     InvalidRange,
+    /// A free-text search filter over its maximum; names the filter.
+    #[error("`{field}` must be at most {max} characters")]
+    FilterTooLong { field: &'static str, max: usize },
+    #[error("`filters.tags` holds at most {max} tags")]
+    TooManyTags { max: usize },
     #[error("last_n must be between 1 and 50")]
     InvalidLastN,
     #[error("token_budget must be between 16 and 32000")]
@@ -129,6 +140,8 @@ impl Classified for SearchError {
             | SearchError::InvalidExpandDepth { .. }
             | SearchError::OutOfRange { .. }
             | SearchError::InvalidRange
+            | SearchError::FilterTooLong { .. }
+            | SearchError::TooManyTags { .. }
             | SearchError::InvalidLastN
             | SearchError::InvalidTokenBudget
             | SearchError::NoQuery => ErrorClass::Invalid,
@@ -147,6 +160,8 @@ impl Classified for SearchError {
             SearchError::InvalidExpandDepth { .. } => "invalid_expand_depth",
             SearchError::OutOfRange { .. } => "out_of_range",
             SearchError::InvalidRange => "invalid_range",
+            SearchError::FilterTooLong { .. } => "filter_too_long",
+            SearchError::TooManyTags { .. } => "too_many_tags",
             SearchError::InvalidLastN => "invalid_last_n",
             SearchError::InvalidTokenBudget => "invalid_token_budget",
             SearchError::NoQuery => "no_query",

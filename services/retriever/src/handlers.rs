@@ -161,16 +161,21 @@ pub async fn consolidation_report(
     state: web::Data<RetrieverState>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_scope(Scope::AuditRead)?;
+    // A subject-bound token is about one subject: its report is that
+    // subject's, as its audit log is.
+    let subject = principal.visible_subject(None)?;
     let (days, report) = report::consolidation_report(
         &state,
         ReportRequest {
             tenant: principal.tenant.clone(),
+            subject: subject.clone(),
             days: query.days,
         },
     )
     .await?;
     Ok(HttpResponse::Ok().json(json!({
         "tenant": principal.tenant.as_str(),
+        "subject": subject.as_ref().map(|s| s.as_str()),
         "days": days,
         "pricing": {
             "input_per_million": state.llm_pricing.input_per_million,

@@ -26,6 +26,22 @@ use crate::RetrieverState;
 
 const DEFAULT_PAGE: u32 = 50;
 const MAX_PAGE: u32 = 500;
+/// Longest comma-separated list a query parameter (`kind`, `state`, `tag`,
+/// `type`) may hold, in characters: every kind, state or event type fits
+/// several times over, and so do 20 tags of a realistic length.
+pub const MAX_LIST_PARAM_CHARS: usize = 1024;
+
+/// Refuses a free-text query parameter longer than `max` characters before
+/// it is split, parsed, echoed in an error or sent to a store.
+fn check_length(parameter: &'static str, value: Option<&str>, max: usize) -> Result<(), ReadError> {
+    match value {
+        // Bytes bound characters from above: most values skip the count.
+        Some(v) if v.len() > max && v.chars().count() > max => {
+            Err(ReadError::ParameterTooLong { parameter, max })
+        }
+        _ => Ok(()),
+    }
+}
 
 fn page_size(limit: Option<u32>) -> Result<u32, ReadError> {
     match limit {
@@ -178,6 +194,9 @@ pub async fn list_memories(
     request: ListRequest,
 ) -> Result<Page<Memory, String>, ReadError> {
     let query = &request.query;
+    check_length("kind", query.kind.as_deref(), MAX_LIST_PARAM_CHARS)?;
+    check_length("tag", query.tag.as_deref(), MAX_LIST_PARAM_CHARS)?;
+    check_length("state", query.state.as_deref(), MAX_LIST_PARAM_CHARS)?;
     let kinds = split(&query.kind)
         .into_iter()
         .map(|k| MemoryKind::parse(k).ok_or_else(|| ReadError::InvalidKind(k.to_owned())))
@@ -338,6 +357,9 @@ pub async fn audit(
     request: AuditRequest<'_>,
 ) -> Result<Page<RecordedEvent, i64>, ReadError> {
     let AuditRequest { caller, query } = request;
+    // No actor is longer than a token's `sub` may be.
+    check_length("actor", query.actor.as_deref(), mnemo_auth::MAX_ACTOR_CHARS)?;
+    check_length("type", query.event_type.as_deref(), MAX_LIST_PARAM_CHARS)?;
     let asked = query.subject.map(SubjectId::parse).transpose()?;
     let subject = caller.visible_subject(asked)?;
     let event_types: Vec<String> = split(&query.event_type)

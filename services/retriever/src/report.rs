@@ -4,13 +4,15 @@
 //!
 //! Read from the `BatchConsolidated` records of the log (one per batch, no
 //! subject content), so it covers every consolidator process and survives
-//! erasures as plain counts.
+//! erasures as plain counts. Each record is filed under the subject whose
+//! batch it was, so a subject-bound token gets its own subject's report,
+//! never the tenant's.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use mnemo_domain::events::{BatchConsolidated, Route};
-use mnemo_domain::{EventType, TenantId};
+use mnemo_domain::{EventType, SubjectId, TenantId};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ReadError;
@@ -131,6 +133,9 @@ pub struct ReportQuery {
 /// a caller with `audit:read` (checked before).
 pub struct ReportRequest {
     pub tenant: TenantId,
+    /// Only this subject's batches: the caller's binding
+    /// ([`mnemo_auth::Principal::visible_subject`]); `None` for the tenant.
+    pub subject: Option<SubjectId>,
     pub days: Option<u32>,
 }
 
@@ -149,7 +154,7 @@ pub async fn consolidation_report(
         state,
         &request.tenant,
         EventType::BatchConsolidated,
-        None,
+        request.subject.as_ref(),
         Some(since),
         None,
         |event| {

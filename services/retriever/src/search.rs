@@ -9,6 +9,8 @@ use mnemo_bus::{topics, OutgoingRecord};
 use std::collections::{HashMap, HashSet};
 
 use mnemo_domain::events::RelationKind;
+use mnemo_domain::ids::MAX_ID_LEN;
+use mnemo_domain::memory::{MAX_TAGS, MAX_TAG_CHARS};
 use mnemo_domain::signals::AccessSignal;
 use mnemo_domain::{Memory, MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
 use mnemo_http::views::MemoryView;
@@ -76,7 +78,36 @@ fn check_expand_depth(depth: Option<u8>) -> Result<u8, SearchError> {
     }
 }
 
+/// Refuses a session or agent filter longer than any id can be: the
+/// domain's id length, [`MAX_ID_LEN`] (bytes, as ids are ASCII).
+fn check_id_filter(field: &'static str, value: Option<&str>) -> Result<(), SearchError> {
+    match value {
+        Some(v) if v.len() > MAX_ID_LEN => Err(SearchError::FilterTooLong {
+            field,
+            max: MAX_ID_LEN,
+        }),
+        _ => Ok(()),
+    }
+}
+
 fn to_filter(subject: &SubjectId, filters: &Filters) -> Result<SearchFilter, SearchError> {
+    // Bounds first: a longer value could match no memory, and would be
+    // carried into every leg of the index query.
+    check_id_filter("filters.session", filters.session.as_deref())?;
+    check_id_filter("filters.agent", filters.agent.as_deref())?;
+    if filters.tags.len() > MAX_TAGS {
+        return Err(SearchError::TooManyTags { max: MAX_TAGS });
+    }
+    if filters
+        .tags
+        .iter()
+        .any(|t| t.trim().chars().count() > MAX_TAG_CHARS)
+    {
+        return Err(SearchError::FilterTooLong {
+            field: "filters.tags[]",
+            max: MAX_TAG_CHARS,
+        });
+    }
     if let Some(value) = filters.min_importance {
         if !(0.0..=1.0).contains(&value) {
             return Err(SearchError::OutOfRange {
@@ -670,4 +701,58 @@ pub async fn context(
         "memories": memories,
         "profile": context.profile.map(|p| p.to_json(&subject)),
     })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(filters: Filters) -> (&'static str, String) {
+        let subject = SubjectId::parse("u1").unwrap();
+        let error = to_filter(&subject, &filters).unwrap_err();
+        let message = error.to_string();
+        (mnemo_domain::Classified::code(&error), message)
+    }
+
+    #[test]
+    fn free_text_filters_are_bounded_and_named() {
+        let long_id = "s".repeat(MAX_ID_LEN + 1);
+        let (code, message) = refused(Filters {
+            session: Some(long_id.clone()),
+            ..Filters::default()
+        });
+        assert_eq!(code, "filter_too_long");
+        assert!(message.contains("`filters.session`"), "{message}");
+        assert!(!message.contains(&long_id), "{message}");
+        let (code, message) = refused(Filters {
+            agent: Some(long_id),
+            ..Filters::default()
+        });
+        assert_eq!(code, "filter_too_long");
+        assert!(message.contains("`filters.agent`"), "{message}");
+        let (code, _) = refused(Filters {
+            tags: vec!["t".repeat(MAX_TAG_CHARS + 1)],
+            ..Filters::default()
+        });
+        assert_eq!(code, "filter_too_long");
+        let (code, _) = refused(Filters {
+            tags: vec!["t".to_owned(); MAX_TAGS + 1],
+            ..Filters::default()
+        });
+        assert_eq!(code, "too_many_tags");
+
+        // At the limits, and padded tags (trimmed before matching), pass.
+        let subject = SubjectId::parse("u1").unwrap();
+        let filter = to_filter(
+            &subject,
+            &Filters {
+                session: Some("s".repeat(MAX_ID_LEN)),
+                agent: Some("a".repeat(MAX_ID_LEN)),
+                tags: vec![format!("  {}  ", "t".repeat(MAX_TAG_CHARS)); MAX_TAGS],
+                ..Filters::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(filter.tags.len(), MAX_TAGS);
+    }
 }
