@@ -187,7 +187,25 @@ impl QdrantVectorIndex {
                 created: std::sync::atomic::AtomicBool::new(false),
             }),
         };
-        let created = index.ensure_collection().await?;
+        // Services of one deployment start together and race to create the
+        // collection: until its shards are active, Qdrant answers reads of
+        // a collection another process just created with an internal error
+        // ("0 of 0 read operations failed"). Every step is idempotent, so
+        // the whole check is tried again, a few times, with a growing pause.
+        let mut created = false;
+        let mut attempt = 0;
+        loop {
+            match index.ensure_collection(&mut created).await {
+                Ok(()) => break,
+                Err(VectorIndexError::Backend(error)) if attempt < CONNECT_ATTEMPTS => {
+                    attempt += 1;
+                    tracing::warn!(collection = %index.inner.collection, attempt, error = %error, "qdrant collection not ready yet; trying again");
+                    tokio::time::sleep(std::time::Duration::from_millis(200 * u64::from(attempt)))
+                        .await;
+                }
+                Err(error) => return Err(error),
+            }
+        }
         index
             .inner
             .created
@@ -229,20 +247,21 @@ impl QdrantVectorIndex {
     }
 
     /// Returns whether it created the collection.
-    async fn ensure_collection(&self) -> Result<bool, VectorIndexError> {
+    /// Creates the collection when missing (setting `made_here`), checks
+    /// its shape and makes its payload indexes.
+    async fn ensure_collection(&self, made_here: &mut bool) -> Result<(), VectorIndexError> {
         let inner = &self.inner;
         let exists = inner
             .client
             .collection_exists(inner.collection.as_str())
             .await
             .map_err(backend)?;
-        let mut made_here = false;
         if !exists {
             let created = inner
                 .client
                 .create_collection(create_collection(&inner.collection, inner.dimension))
                 .await;
-            made_here = created.is_ok();
+            *made_here |= created.is_ok();
             if let Err(error) = created {
                 // Another replica may have created it between the check and
                 // the create: that is fine if it is the same shape, which the
@@ -275,9 +294,13 @@ impl QdrantVectorIndex {
                 .await
                 .map_err(backend)?;
         }
-        Ok(made_here)
+        Ok(())
     }
 }
+
+/// How many times `connect` tries the collection check again while another
+/// process is creating the collection (about 9 s in all).
+const CONNECT_ATTEMPTS: u32 = 8;
 
 fn backend(error: impl std::fmt::Display) -> VectorIndexError {
     VectorIndexError::Backend(error.to_string())
