@@ -138,22 +138,15 @@ pub async fn ingest_messages(
     // Same tenant, subject, key generation and client id → same event id:
     // a retried request appends nothing twice. After an erasure the subject
     // is at its next generation, so the same client ids are new messages
-    // rather than duplicates of what was erased. (The generation is asked
-    // for only once the batch is valid: it creates the subject's key.)
-    let generation = match valid.iter().any(|m| m.event_id.is_none()) {
-        true => Some(key_generation(state, &tenant, &subject).await?),
-        false => None,
-    };
+    // rather than duplicates of what was erased. (Asked for once the batch
+    // is valid: it creates the subject's key, which the append would.)
+    let generation = key_generation(state, &tenant, &subject).await?;
     let mut pending = Vec::with_capacity(valid.len());
     let mut ids = Vec::with_capacity(valid.len());
     for message in valid {
-        let event_id = match (message.event_id, generation) {
-            (Some(ours), _) => ours,
-            (None, Some(generation)) => {
-                EventId::message(&tenant, &subject, generation, &message.message_id)
-            }
-            (None, None) => unreachable!("the generation is read when a client id is given"),
-        };
+        let event_id = message.event_id.unwrap_or_else(|| {
+            EventId::message(&tenant, &subject, generation, &message.message_id)
+        });
         let mut scrub = ScrubSession::new(&state.scrubbers, &tenant, &state.metrics);
         let content = scrub.scrub(&message.content);
         let pii = scrub.finish();
@@ -287,14 +280,10 @@ pub async fn create_memory(
         return Err(WriteError::TooManySources);
     }
     let mut source_event_ids = Vec::with_capacity(request.sources.len());
-    // The sources are the subject's messages of its current key generation:
-    // the memory is sealed under it too.
-    let generation = match request.sources.is_empty() {
-        true => None,
-        false => Some(key_generation(state, tenant, subject).await?),
-    };
+    // The sources are the subject's messages of its current key generation,
+    // the one the memory is sealed under too.
+    let generation = key_generation(state, tenant, subject).await?;
     for message_id in &request.sources {
-        let generation = generation.expect("read when there are sources");
         let event_id = EventId::message(tenant, subject, generation, message_id);
         if !is_message(state, tenant, &event_id).await? {
             // A message from before an erasure is gone, not unknown: a memory
