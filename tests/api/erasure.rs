@@ -489,3 +489,52 @@ async fn the_same_message_ids_after_erasure_are_accepted_and_consolidated_afresh
     assert_eq!(export["messages"].as_array().unwrap().len(), 3);
     assert_eq!(export["memories"].as_array().unwrap().len(), new.len());
 }
+
+#[tokio::test]
+async fn a_message_from_before_the_erasure_that_reaches_the_buffer_late_is_ignored() {
+    let app = spawn_app().await;
+    let token = app.admin("acme");
+    let posted: Value = app
+        .post_messages(
+            &token,
+            "u",
+            json!([{"role": "user", "content": "I live in Lyon with my two cats.", "id": "m1"}]),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    app.erase(&token, "u").await;
+    // The bus delivers the old message after the forgetter emptied the
+    // subject's buffer (a redelivery, a lagging consumer).
+    let conversation = mnemo_consolidator::buffer::Conversation {
+        tenant: TenantId::parse("acme").unwrap(),
+        subject: SubjectId::parse("u").unwrap(),
+        session: String::new(),
+    };
+    let event = &posted["events"][0];
+    let pipeline = app.consolidator.pipeline();
+    pipeline
+        .buffer
+        .add(
+            &conversation,
+            EventId::parse(event["event_id"].as_str().unwrap()).unwrap(),
+            event["position"].as_i64().unwrap(),
+        )
+        .await
+        .unwrap();
+    let outcome = app.consolidator.drain(&conversation).await.unwrap();
+    assert_eq!(
+        outcome.messages, 0,
+        "its content reads as erased: {outcome:?}"
+    );
+    assert_eq!(outcome.created + outcome.reviews + outcome.reinforced, 0);
+    assert!(pipeline
+        .buffer
+        .batch(&conversation, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    let list = app.get_json("/v1/subjects/u/memories", &token).await;
+    assert!(list["memories"].as_array().unwrap().is_empty(), "{list}");
+}
