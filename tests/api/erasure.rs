@@ -1,11 +1,19 @@
 //! Erasure: afterwards the raw database holds no plaintext of what was
 //! posted, export returns nothing of the subject, other subjects are
-//! untouched, and the receipt says what was destroyed where.
+//! untouched, and the receipt says what was destroyed where. Erased stays
+//! erased: the subject's memories and reviews are gone (410) for reads and
+//! writes alike, and a later post for the same subject id starts afresh.
 
+use mnemo_domain::events::{streams, ReviewRequested};
+use mnemo_domain::{
+    DomainEvent, EventId, EventMetadata, MemoryId, MemoryKind, SubjectId, SubjectText, TenantId,
+};
+use mnemo_event_store::sealed::Pending;
+use mnemo_event_store::ExpectedVersion;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app};
+use crate::helpers::{assert_error, spawn_app, TestApp};
 use crate::messages::contains;
 
 fn database_bytes(dir: &std::path::Path) -> Vec<Vec<u8>> {
@@ -89,16 +97,18 @@ async fn erasure_shreds_the_subject_everywhere_and_leaves_others_alone() {
     assert_eq!(export["erasures"][0]["erasure_id"], receipt["erasure_id"]);
     let list = app.get_json("/v1/subjects/erase-me/memories", &token).await;
     assert!(list["memories"].as_array().unwrap().is_empty());
-    let memory = app.get_json(&format!("/v1/memories/{id}"), &token).await;
-    assert!(
-        memory["content"].is_null(),
-        "content reads as erased: {memory}"
-    );
+    assert_error(
+        app.get(&format!("/v1/memories/{id}"), &token).await,
+        410,
+        "subject_erased",
+    )
+    .await;
     let history = app
         .get_json(&format!("/v1/memories/{id}/history"), &token)
         .await;
     for version in history["versions"].as_array().unwrap() {
         assert!(version["memory"]["content"].is_null());
+        assert_eq!(version["memory"]["state"], "erased");
         assert!(version["changes"]["content"].is_null());
         assert_eq!(
             version["actor"], "acme-admin",
@@ -156,4 +166,375 @@ async fn unknown_erasures_are_not_found() {
         "erasure_not_found",
     )
     .await;
+}
+
+/// How many events the tenant's log holds, through the audit API.
+async fn event_count(app: &TestApp, tenant: &str) -> usize {
+    app.all_events(tenant).await.len()
+}
+
+async fn consolidate(app: &TestApp, token: &str, subject: &str) -> reqwest::Response {
+    app.call(
+        Method::POST,
+        &format!("/v1/subjects/{subject}/consolidate"),
+        token,
+        None,
+    )
+    .await
+}
+
+#[tokio::test]
+async fn an_erased_memory_is_gone_and_its_history_shows_content_null_and_state_erased() {
+    let app = spawn_app().await;
+    let token = app.admin("acme");
+    let id = app.memory(&token, "u", "likes green tea").await;
+    app.call(
+        Method::PATCH,
+        &format!("/v1/memories/{id}"),
+        &token,
+        Some(json!({"content": "likes oolong tea"})),
+    )
+    .await;
+    app.erase(&token, "u").await;
+
+    assert_error(
+        app.get(&format!("/v1/memories/{id}"), &token).await,
+        410,
+        "subject_erased",
+    )
+    .await;
+    let history = app
+        .get_json(&format!("/v1/memories/{id}/history"), &token)
+        .await;
+    let versions = history["versions"].as_array().unwrap();
+    assert_eq!(
+        versions.len(),
+        2,
+        "what happened stays on record: {history}"
+    );
+    for version in versions {
+        assert!(version["memory"]["content"].is_null(), "{version}");
+        assert_eq!(version["memory"]["state"], "erased");
+        assert!(version["changes"]["content"].is_null(), "{version}");
+    }
+    assert_eq!(versions[1]["event_type"], "MemoryRevised");
+    // A memory that never existed is still not found, not gone.
+    let unknown = uuid::Uuid::now_v7();
+    assert_error(
+        app.get(&format!("/v1/memories/{unknown}"), &token).await,
+        404,
+        "memory_not_found",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_erased_memory_cannot_be_revived_changed_or_deleted_and_nothing_is_appended() {
+    let app = spawn_app().await;
+    let token = app.admin("acme");
+    let id = app.memory(&token, "u", "lives in Lyon").await;
+    app.erase(&token, "u").await;
+    let before = event_count(&app, "acme").await;
+
+    let revive = app
+        .call(
+            Method::PATCH,
+            &format!("/v1/memories/{id}"),
+            &token,
+            Some(json!({"content": "new"})),
+        )
+        .await;
+    assert_error(revive, 410, "subject_erased").await;
+    let retag = app
+        .call(
+            Method::PATCH,
+            &format!("/v1/memories/{id}"),
+            &token,
+            Some(json!({"tags": ["x"], "expected_version": 1})),
+        )
+        .await;
+    assert_error(retag, 410, "subject_erased").await;
+    let delete = app
+        .call(Method::DELETE, &format!("/v1/memories/{id}"), &token, None)
+        .await;
+    assert_error(delete, 410, "subject_erased").await;
+
+    assert_eq!(event_count(&app, "acme").await, before, "nothing appended");
+    assert_error(
+        app.get(&format!("/v1/memories/{id}"), &token).await,
+        410,
+        "subject_erased",
+    )
+    .await;
+    let list = app.get_json("/v1/subjects/u/memories", &token).await;
+    assert!(list["memories"].as_array().unwrap().is_empty(), "{list}");
+}
+
+/// A review request as the consolidator appends it.
+async fn request_review(app: &TestApp, subject: &str, proposed: &str) -> String {
+    let review_id = MemoryId::new();
+    app.log
+        .append_one(
+            &TenantId::parse("acme").unwrap(),
+            &streams::review(&review_id),
+            ExpectedVersion::NoStream,
+            Pending {
+                event_id: EventId::new(),
+                subject: Some(SubjectId::parse(subject).unwrap()),
+                event: DomainEvent::ReviewRequested(ReviewRequested {
+                    review_id,
+                    proposed: SubjectText::new(proposed),
+                    kind: MemoryKind::Preference,
+                    confidence: 0.7,
+                    source_event_ids: vec![],
+                    tags: vec![],
+                    action: Default::default(),
+                    target: None,
+                    reason: None,
+                    excerpt: None,
+                    producer: None,
+                    session: None,
+                    pii: Default::default(),
+                }),
+                metadata: EventMetadata {
+                    actor: "consolidator".to_owned(),
+                    ..Default::default()
+                },
+            },
+        )
+        .await
+        .unwrap();
+    review_id.to_string()
+}
+
+#[tokio::test]
+async fn a_decision_on_an_erased_subjects_review_is_gone_and_appends_nothing() {
+    let app = spawn_app().await;
+    let token = app.admin("acme");
+    let gone = request_review(&app, "u", "likes matcha").await;
+    let kept = request_review(&app, "other", "likes oolong").await;
+    app.erase(&token, "u").await;
+    let before = event_count(&app, "acme").await;
+
+    for body in [
+        json!({"decision": "approve"}),
+        json!({"decision": "reject"}),
+        json!({"decision": "edit", "content": "likes sencha"}),
+    ] {
+        let response = app
+            .call(
+                Method::POST,
+                &format!("/v1/review/{gone}"),
+                &token,
+                Some(body),
+            )
+            .await;
+        assert_error(response, 410, "subject_erased").await;
+    }
+    assert_eq!(event_count(&app, "acme").await, before, "nothing appended");
+    // The queue does not show it; another subject's review is decided as usual.
+    let queue = app.get_json("/v1/review", &token).await;
+    let ids: Vec<&str> = queue["reviews"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [kept.as_str()]);
+    let decided = app
+        .call(
+            Method::POST,
+            &format!("/v1/review/{kept}"),
+            &token,
+            Some(json!({"decision": "approve"})),
+        )
+        .await;
+    assert_eq!(decided.status(), 200);
+}
+
+#[tokio::test]
+async fn consolidating_an_erased_subject_with_nothing_posted_since_is_gone() {
+    let app = spawn_app().await;
+    let token = app.admin("acme");
+    app.post_messages(
+        &token,
+        "u",
+        json!([{"role": "user", "content": "I live in Lyon.", "id": "m1"}]),
+    )
+    .await;
+    app.erase(&token, "u").await;
+    let before = event_count(&app, "acme").await;
+    assert_error(consolidate(&app, &token, "u").await, 410, "subject_erased").await;
+    assert_eq!(event_count(&app, "acme").await, before);
+    // A memory citing a message from before the erasure is refused too.
+    let from_before = app
+        .create_memory(
+            &token,
+            "u",
+            json!({"content": "lives in Lyon", "kind": "fact", "sources": ["m1"]}),
+        )
+        .await;
+    assert_error(from_before, 410, "subject_erased").await;
+    assert_eq!(event_count(&app, "acme").await, before);
+}
+
+/// Polls until the subject's memories mention each of `topics`.
+async fn wait_for_topics(app: &TestApp, token: &str, subject: &str, topics: &[&str]) -> Vec<Value> {
+    let body = app
+        .wait_for(
+            &format!("/v1/subjects/{subject}/memories"),
+            token,
+            "consolidation",
+            |body| {
+                let texts: Vec<&str> = body["memories"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|m| m["content"].as_str())
+                    .collect();
+                topics
+                    .iter()
+                    .all(|t| texts.iter().any(|text| text.contains(t)))
+            },
+        )
+        .await;
+    body["memories"].as_array().unwrap().clone()
+}
+
+fn event_ids(posted: &Value) -> Vec<String> {
+    posted["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_same_message_ids_after_erasure_are_accepted_and_consolidated_afresh() {
+    let app = spawn_app().await;
+    let token = app.admin("acme");
+    let topics = ["Lyon", "green tea", "launch"];
+    let messages = json!([
+        {"role": "user", "content": "I live in Lyon with my two cats.", "id": "m1"},
+        {"role": "user", "content": "I love green tea in the morning.", "id": "m2"},
+        {"role": "user", "content": "We decided to move the launch to March.", "id": "m3"},
+    ]);
+    let first = app.post_messages(&token, "u", messages.clone()).await;
+    assert_eq!(first.status(), 202);
+    let first: Value = first.json().await.unwrap();
+    assert_eq!(consolidate(&app, &token, "u").await.status(), 202);
+    let old = wait_for_topics(&app, &token, "u", &topics).await;
+    let old_ids: Vec<String> = old
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_owned())
+        .collect();
+
+    app.erase(&token, "u").await;
+    let again = app.post_messages(&token, "u", messages.clone()).await;
+    assert_eq!(again.status(), 202);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["accepted"], 3, "{again}");
+    assert_eq!(again["duplicates"], 0, "{again}");
+    let (old_events, new_events) = (event_ids(&first), event_ids(&again));
+    assert!(
+        new_events.iter().all(|e| !old_events.contains(e)),
+        "new event ids"
+    );
+    // Within the new generation, a retry is a duplicate as always.
+    let retry: Value = app
+        .post_messages(&token, "u", messages)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(retry["accepted"], 0, "{retry}");
+    assert_eq!(retry["duplicates"], 3, "{retry}");
+
+    assert_eq!(consolidate(&app, &token, "u").await.status(), 202);
+    let new = wait_for_topics(&app, &token, "u", &topics).await;
+    for memory in &new {
+        let id = memory["id"].as_str().unwrap();
+        assert!(
+            !old_ids.iter().any(|old| old == id),
+            "a new memory, not a revived one"
+        );
+        assert_eq!(memory["state"], "active");
+        let sources = memory["provenance"]["source_event_ids"].as_array().unwrap();
+        assert!(
+            sources
+                .iter()
+                .all(|s| new_events.iter().any(|e| s == e.as_str())),
+            "made of the new messages: {memory}"
+        );
+    }
+    let found = app
+        .post_json("/v1/subjects/u/search", &token, json!({"query": "Lyon"}))
+        .await;
+    let results = found["results"].as_array().unwrap();
+    assert!(!results.is_empty(), "{found}");
+    for result in results {
+        let id = result["memory"]["id"].as_str().unwrap();
+        assert!(!old_ids.iter().any(|old| old == id), "{found}");
+    }
+    for id in &old_ids {
+        assert_error(
+            app.get(&format!("/v1/memories/{id}"), &token).await,
+            410,
+            "subject_erased",
+        )
+        .await;
+    }
+    let export = app.get_json("/v1/subjects/u/export", &token).await;
+    assert_eq!(export["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(export["memories"].as_array().unwrap().len(), new.len());
+}
+
+#[tokio::test]
+async fn a_message_from_before_the_erasure_that_reaches_the_buffer_late_is_ignored() {
+    let app = spawn_app().await;
+    let token = app.admin("acme");
+    let posted: Value = app
+        .post_messages(
+            &token,
+            "u",
+            json!([{"role": "user", "content": "I live in Lyon with my two cats.", "id": "m1"}]),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    app.erase(&token, "u").await;
+    // The bus delivers the old message after the forgetter emptied the
+    // subject's buffer (a redelivery, a lagging consumer).
+    let conversation = mnemo_consolidator::buffer::Conversation {
+        tenant: TenantId::parse("acme").unwrap(),
+        subject: SubjectId::parse("u").unwrap(),
+        session: String::new(),
+    };
+    let event = &posted["events"][0];
+    let pipeline = app.consolidator.pipeline();
+    pipeline
+        .buffer
+        .add(
+            &conversation,
+            EventId::parse(event["event_id"].as_str().unwrap()).unwrap(),
+            event["position"].as_i64().unwrap(),
+        )
+        .await
+        .unwrap();
+    let outcome = app.consolidator.drain(&conversation).await.unwrap();
+    assert_eq!(
+        outcome.messages, 0,
+        "its content reads as erased: {outcome:?}"
+    );
+    assert_eq!(outcome.created + outcome.reviews + outcome.reinforced, 0);
+    assert!(pipeline
+        .buffer
+        .batch(&conversation, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    let list = app.get_json("/v1/subjects/u/memories", &token).await;
+    assert!(list["memories"].as_array().unwrap().is_empty(), "{list}");
 }

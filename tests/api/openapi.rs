@@ -114,3 +114,40 @@ async fn health_and_metrics() {
     assert!(metrics.contains("mnemo_pii_findings_total{kind=\"email\"} 1"));
     assert!(metrics.contains("mnemo_relay_lag_events"));
 }
+
+#[tokio::test]
+async fn what_an_erasure_makes_gone_is_documented_as_410_subject_erased() {
+    let app = spawn_app().await;
+    let doc: serde_json::Value = app
+        .client
+        .get(format!("{}/openapi.json", app.address))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(doc["components"]["responses"]["Gone"].is_object());
+    for (method, path) in [
+        ("get", "/v1/memories/{id}"),
+        ("patch", "/v1/memories/{id}"),
+        ("delete", "/v1/memories/{id}"),
+        ("post", "/v1/review/{id}"),
+        ("post", "/v1/subjects/{subject}/consolidate"),
+        ("post", "/v1/subjects/{subject}/memories"),
+    ] {
+        let gone = &doc["paths"][path][method]["responses"]["410"];
+        assert_eq!(
+            gone["$ref"], "#/components/responses/Gone",
+            "{method} {path}"
+        );
+        assert!(
+            gone["description"]
+                .as_str()
+                .is_some_and(|d| d.contains("`subject_erased`")),
+            "{method} {path}"
+        );
+    }
+    let states = &doc["components"]["schemas"]["Memory"]["properties"]["state"]["enum"];
+    assert!(states.as_array().unwrap().iter().any(|s| s == "erased"));
+}

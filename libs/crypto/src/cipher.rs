@@ -161,6 +161,34 @@ impl SubjectCipher {
         result
     }
 
+    /// The generation of the key the subject's content is sealed under now,
+    /// creating the subject's key on first use as [`SubjectCipher::seal`]
+    /// does. After an erasure this is the next generation: what makes ids
+    /// derived with it start afresh.
+    pub async fn generation(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u32, CryptoError> {
+        Ok(self.live_key(tenant, subject).await?.generation)
+    }
+
+    /// The generation of the subject's live key without creating one:
+    /// `None` when the subject has no key (never had one, or was erased and
+    /// nothing was sealed for it since).
+    pub async fn live_generation(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<Option<u32>, CryptoError> {
+        if let Some(k) = self.cache.live(tenant, subject) {
+            return Ok(Some(k.generation));
+        }
+        // Not cached: a `None` must not be remembered, the next seal creates
+        // a key.
+        self.store.live_generation(tenant, subject).await
+    }
+
     async fn live_key(
         &self,
         tenant: &TenantId,
@@ -373,6 +401,7 @@ mod tests {
         KeyRef {
             key_id: data_key::new_key_id(),
             key: Arc::new(DataKey::generate()),
+            generation: 1,
         }
     }
 

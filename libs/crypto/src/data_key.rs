@@ -68,11 +68,29 @@ impl fmt::Debug for DataKey {
     }
 }
 
-/// A data key together with its public id (the `kid` in sealed markers).
+/// A data key together with its public id (the `kid` in sealed markers)
+/// and its generation.
 #[derive(Clone, Debug)]
 pub struct KeyRef {
     pub key_id: String,
     pub key: Arc<DataKey>,
+    /// Which of the subject's keys this is: 1 for its first key, one more
+    /// than the last destroyed one after an erasure, and
+    /// [`LEGACY_GENERATION`] for a key created before generations were
+    /// counted. Not secret. Ids derived per generation (a client's message
+    /// ids) therefore start afresh after an erasure.
+    pub generation: u32,
+}
+
+/// The generation of a key created before keys had generations (the rows
+/// a migration found). Its subject's derived ids keep the derivation they
+/// had then, so a retry across the upgrade is still recognised.
+pub const LEGACY_GENERATION: u32 = 0;
+
+/// The generation of a subject's next key, given the highest generation
+/// destroyed so far (`None`: none was).
+pub(crate) fn next_generation(last_destroyed: Option<u32>) -> u32 {
+    last_destroyed.map_or(1, |g| g.saturating_add(1))
 }
 
 /// A new, random, non-secret key id. Random (not derived from tenant and

@@ -25,6 +25,12 @@
 //!   AAD `tenant \0 subject \0 key_id`, with the master key's fingerprint
 //!   ([`MasterKey::id`]) beside them for later rotation. A new key after an
 //!   erasure gets a new random id, so old ciphertexts never match it.
+//! - **Generations.** Each key of a subject has a generation number
+//!   ([`KeyRef::generation`]): 1 for the first, one more after each
+//!   erasure. Destroying a key leaves a tombstone (tenant, subject, key id,
+//!   generation, when; no key material) so the count survives the key.
+//!   Ids that must start afresh after an erasure (a client's message ids)
+//!   are derived with the generation.
 //! - **Key hygiene.** [`MasterKey`] and [`DataKey`] wipe themselves on drop
 //!   (the AES/GHASH key schedules too, through the `zeroize` features), print
 //!   no bytes in `Debug`, are not `Clone`, and errors carry ids only. A
@@ -61,7 +67,7 @@ mod master;
 mod store;
 
 pub use cipher::{SubjectCipher, DEFAULT_CACHE_SUBJECTS, DEFAULT_CACHE_TTL};
-pub use data_key::{new_key_id, DataKey, KeyRef};
+pub use data_key::{new_key_id, DataKey, KeyRef, LEGACY_GENERATION};
 pub use error::CryptoError;
 pub use marker::contains_clear_text;
 pub use master::MasterKey;

@@ -75,6 +75,74 @@ async fn destroy_then_get_is_none_and_next_key_is_new(store: Store) {
     assert!(store.get(&t, &s, &new.key_id).await.unwrap().is_some());
 }
 
+async fn each_erasure_starts_the_next_generation(store: Store) {
+    let (t, s) = (tenant("t1"), subject("alice"));
+    assert_eq!(store.live_generation(&t, &s).await.unwrap(), None);
+    // Asking does not create a key.
+    assert_eq!(store.destroy(&t, &s).await.unwrap(), 0);
+
+    let first = store.get_or_create(&t, &s).await.unwrap();
+    assert_eq!(first.generation, 1);
+    assert_eq!(store.live_generation(&t, &s).await.unwrap(), Some(1));
+    assert_eq!(store.get_or_create(&t, &s).await.unwrap().generation, 1);
+
+    store.destroy(&t, &s).await.unwrap();
+    // Erased and nothing sealed since: no live key, and none is made by
+    // asking.
+    assert_eq!(store.live_generation(&t, &s).await.unwrap(), None);
+    assert_eq!(store.live_generation(&t, &s).await.unwrap(), None);
+    let second = store.get_or_create(&t, &s).await.unwrap();
+    assert_eq!(second.generation, 2);
+    assert_ne!(second.key_id, first.key_id);
+
+    store.destroy(&t, &s).await.unwrap();
+    // A destroy with no key in between does not skip a generation.
+    assert_eq!(store.destroy(&t, &s).await.unwrap(), 0);
+    assert_eq!(store.get_or_create(&t, &s).await.unwrap().generation, 3);
+
+    // Generations count per subject and tenant.
+    let bob = store.get_or_create(&t, &subject("bob")).await.unwrap();
+    assert_eq!(bob.generation, 1);
+    let elsewhere = store.get_or_create(&tenant("t2"), &s).await.unwrap();
+    assert_eq!(elsewhere.generation, 1);
+}
+
+async fn concurrent_first_uses_after_an_erasure_agree_on_the_generation(store: Store) {
+    let t = tenant("t1");
+    let s = subject("racer");
+    store.get_or_create(&t, &s).await.unwrap();
+    store.destroy(&t, &s).await.unwrap();
+    let tasks: Vec<_> = (0..16)
+        .map(|_| {
+            let (store, t, s) = (Arc::clone(&store), t.clone(), s.clone());
+            tokio::spawn(async move { store.get_or_create(&t, &s).await.unwrap() })
+        })
+        .collect();
+    for task in tasks {
+        let key = task.await.unwrap();
+        assert_eq!(key.generation, 2);
+    }
+}
+
+async fn the_cipher_tells_the_generation_and_follows_its_own_destroys(store: Store) {
+    let (t, s) = (tenant("t1"), subject("alice"));
+    let cipher = SubjectCipher::new(Arc::clone(&store));
+    assert_eq!(cipher.live_generation(&t, &s).await.unwrap(), None);
+    assert_eq!(cipher.generation(&t, &s).await.unwrap(), 1);
+    let mut sealed = json!({"$text": "first life"});
+    cipher.seal(&t, &s, &mut sealed).await.unwrap();
+    assert_eq!(cipher.live_generation(&t, &s).await.unwrap(), Some(1));
+
+    cipher.destroy(&t, &s).await.unwrap();
+    // The cached live key was evicted with the destroy.
+    assert_eq!(cipher.live_generation(&t, &s).await.unwrap(), None);
+    assert_eq!(cipher.generation(&t, &s).await.unwrap(), 2);
+    assert_eq!(cipher.live_generation(&t, &s).await.unwrap(), Some(2));
+    let mut fresh = json!({"$text": "second life"});
+    cipher.seal(&t, &s, &mut fresh).await.unwrap();
+    assert_ne!(fresh["$sealed"]["kid"], sealed["$sealed"]["kid"]);
+}
+
 async fn destroy_leaves_other_subjects_keys(store: Store) {
     let t1 = tenant("t1");
     let t2 = tenant("t2");
@@ -305,6 +373,13 @@ impl SubjectKeyStore for IgnoresSubject {
     async fn destroy(&self, t: &TenantId, _: &SubjectId) -> Result<u32, CryptoError> {
         self.inner.destroy(t, &self.owner).await
     }
+    async fn live_generation(
+        &self,
+        t: &TenantId,
+        _: &SubjectId,
+    ) -> Result<Option<u32>, CryptoError> {
+        self.inner.live_generation(t, &self.owner).await
+    }
 }
 
 async fn sealed_for_a_cannot_be_opened_as_b(store: Store) {
@@ -438,6 +513,9 @@ contract!(
     different_subjects_get_different_keys,
     destroy_then_get_is_none_and_next_key_is_new,
     destroy_leaves_other_subjects_keys,
+    each_erasure_starts_the_next_generation,
+    concurrent_first_uses_after_an_erasure_agree_on_the_generation,
+    the_cipher_tells_the_generation_and_follows_its_own_destroys,
     concurrent_get_or_create_agree,
     seal_open_round_trip_on_nested_payloads,
     sealed_output_contains_no_plaintext,

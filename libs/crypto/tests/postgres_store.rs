@@ -129,3 +129,57 @@ async fn row_level_security_keeps_tenants_to_their_own_keys() {
     drop(tx);
     assert_eq!(rows_as_superuser(&db, all).await, 2);
 }
+
+#[tokio::test]
+async fn destroy_leaves_a_tombstone_with_the_generation_only() {
+    let db = TestDatabase::new().await;
+    let store = PostgresSubjectKeyStore::new(db.tenant_pool(), Arc::new(MasterKey::generate()));
+    let (t, s) = (tenant("t1"), subject("alice"));
+    let first = store.get_or_create(&t, &s).await.unwrap();
+    assert_eq!(first.generation, 1);
+    assert_eq!(store.destroy(&t, &s).await.unwrap(), 1);
+    assert_eq!(store.live_generation(&t, &s).await.unwrap(), None);
+    assert_eq!(store.get_or_create(&t, &s).await.unwrap().generation, 2);
+
+    let tombstones = "SELECT count(*) FROM subject_key_tombstones \
+                      WHERE subject_id = 'alice' AND generation = 1";
+    assert_eq!(rows_as_superuser(&db, tombstones).await, 1);
+    let key_id = format!(
+        "SELECT count(*) FROM subject_key_tombstones WHERE key_id = '{}'",
+        first.key_id
+    );
+    assert_eq!(rows_as_superuser(&db, &key_id).await, 1);
+    // No key material beside it: the columns are ids, a number and a time.
+    let wrapped = "SELECT count(*) FROM information_schema.columns \
+                   WHERE table_name = 'subject_key_tombstones' AND data_type = 'bytea'";
+    assert_eq!(rows_as_superuser(&db, wrapped).await, 0);
+}
+
+#[tokio::test]
+async fn tombstones_are_per_tenant_and_never_rewritten() {
+    let db = TestDatabase::new().await;
+    let store = PostgresSubjectKeyStore::new(db.tenant_pool(), Arc::new(MasterKey::generate()));
+    let s = subject("alice");
+    for t in ["t1", "t2"] {
+        store.get_or_create(&tenant(t), &s).await.unwrap();
+        store.destroy(&tenant(t), &s).await.unwrap();
+    }
+    let mut conn = PgConnection::connect_with(&db.options_as(APP_ROLE))
+        .await
+        .unwrap();
+    let mut tx = mnemo_pg::begin_tenant(&mut conn, &tenant("t1"))
+        .await
+        .unwrap();
+    let all = "SELECT count(*) FROM subject_key_tombstones";
+    let own: i64 = sqlx::query_scalar(all).fetch_one(&mut *tx).await.unwrap();
+    assert_eq!(own, 1);
+    let delete = sqlx::query("DELETE FROM subject_key_tombstones")
+        .execute(&mut *tx)
+        .await;
+    assert!(delete
+        .unwrap_err()
+        .to_string()
+        .contains("permission denied"));
+    drop(tx);
+    assert_eq!(rows_as_superuser(&db, all).await, 2);
+}

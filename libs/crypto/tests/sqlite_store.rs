@@ -235,3 +235,93 @@ async fn destroyed_key_bytes_leave_the_database_file() {
     assert!(!contains(&file_bytes(&wal), &doomed));
     assert!(contains(&db, &neighbour));
 }
+
+#[tokio::test]
+async fn keys_from_before_generations_are_generation_zero_and_count_on() {
+    // A database as it was before migration 0007: a key row without a
+    // generation, written as the store then wrote it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keys.db");
+    let pool = open_pool(&path, false).await;
+    sqlx::raw_sql(include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../migrations/sqlite/0002_subject_keys.sql"
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
+    let master = Arc::new(MasterKey::generate());
+    let (t, s) = (tenant("t1"), subject("alice"));
+    let key = mnemo_crypto::DataKey::generate();
+    let wrapped = master.wrap_data_key(&t, &s, "dk_old", &key).unwrap();
+    sqlx::query(
+        "INSERT INTO subject_keys (tenant_id, subject_id, key_id, wrapped_key, master_key_id, created_at) \
+         VALUES ('t1', 'alice', 'dk_old', ?1, ?2, '2024-01-01T00:00:00.000Z')",
+    )
+    .bind(&wrapped)
+    .bind(master.id())
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::raw_sql(include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../migrations/sqlite/0007_subject_key_generations.sql"
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
+
+    let store = SqliteSubjectKeyStore::new(pool.clone(), master);
+    let old = store.get_or_create(&t, &s).await.unwrap();
+    assert_eq!(old.key_id, "dk_old");
+    assert_eq!(old.generation, mnemo_crypto::LEGACY_GENERATION);
+    assert_eq!(store.live_generation(&t, &s).await.unwrap(), Some(0));
+
+    assert_eq!(store.destroy(&t, &s).await.unwrap(), 1);
+    let (key_id, generation): (String, i64) =
+        sqlx::query_as("SELECT key_id, generation FROM subject_key_tombstones")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!((key_id.as_str(), generation), ("dk_old", 0));
+    assert_eq!(store.get_or_create(&t, &s).await.unwrap().generation, 1);
+}
+
+#[tokio::test]
+async fn a_tombstone_keeps_no_key_material() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keys.db");
+    let pool = open_pool(&path, true).await;
+    let store = SqliteSubjectKeyStore::new(pool.clone(), Arc::new(MasterKey::generate()));
+    let (t, s) = (tenant("t1"), subject("alice"));
+    let key = store.get_or_create(&t, &s).await.unwrap();
+    let doomed = wrapped_key(&pool, "t1", "alice").await;
+    store.destroy(&t, &s).await.unwrap();
+
+    let columns: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM pragma_table_info('subject_key_tombstones')")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        columns,
+        [
+            "tenant_id",
+            "subject_id",
+            "key_id",
+            "generation",
+            "destroyed_at"
+        ]
+    );
+    let (key_id, generation, destroyed_at): (String, i64, String) = sqlx::query_as(
+        "SELECT key_id, generation, destroyed_at FROM subject_key_tombstones \
+         WHERE tenant_id = 't1' AND subject_id = 'alice'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((key_id, generation), (key.key_id, 1));
+    assert!(destroyed_at.ends_with('Z'), "{destroyed_at}");
+    checkpoint(&pool).await;
+    assert!(!contains(&file_bytes(&path), &doomed));
+}

@@ -18,6 +18,10 @@ pub enum ErrorClass {
     NotFound,
     /// The resource's current state refuses the change.
     Conflict,
+    /// The resource existed and was removed for good on request (an erased
+    /// subject's memories and reviews): reading or changing it will never
+    /// work again, unlike a conflict.
+    Gone,
     /// A backing store or service is down; retrying later may work.
     Unavailable,
     /// A bug or a broken invariant on our side.

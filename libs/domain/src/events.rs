@@ -706,6 +706,13 @@ impl Memory {
     /// Folds a memory stream. `events` are (decoded event, stream version,
     /// recorded time) in stream order. None when the stream does not start
     /// with `MemoryCreated`.
+    ///
+    /// A memory whose creation reads as erased (`{"$erased": true}`: the key
+    /// generation that sealed it was destroyed by an erasure) folds to
+    /// [`MemoryState::Erased`] with erased content, and nothing after the
+    /// creation changes that: a revision appended after the erasure (which
+    /// older builds accepted, under the subject's next key) does not bring
+    /// it back.
     pub fn fold<'a>(
         subject: &SubjectId,
         events: impl IntoIterator<Item = (&'a DomainEvent, u64, DateTime<Utc>)>,
@@ -721,7 +728,11 @@ impl Memory {
                     tags: created.tags.clone(),
                     confidence: created.confidence,
                     importance: created.importance,
-                    state: created.state,
+                    state: if created.content.is_erased() {
+                        MemoryState::Erased
+                    } else {
+                        created.state
+                    },
                     version,
                     provenance: created.provenance.clone(),
                     session: created.session.clone(),
@@ -744,8 +755,17 @@ impl Memory {
         memory
     }
 
-    /// Applies one later event of the memory's stream.
+    /// Whether the memory's subject was erased (see [`Memory::fold`]).
+    pub fn is_erased(&self) -> bool {
+        self.state == MemoryState::Erased
+    }
+
+    /// Applies one later event of the memory's stream. An erased memory
+    /// stays as it is: erasure is final.
     pub fn apply(&mut self, event: &DomainEvent) {
+        if self.is_erased() {
+            return;
+        }
         match event {
             DomainEvent::MemoryRevised(revised) => {
                 if let Some(content) = &revised.content {
@@ -952,6 +972,39 @@ mod tests {
             DomainEvent::decode("MemoryTeleported", 1, payload),
             Err(EventDecodeError::UnknownType(_))
         ));
+    }
+
+    #[test]
+    fn a_memory_created_under_a_destroyed_key_folds_erased_and_stays_erased() {
+        let subject = SubjectId::parse("s1").unwrap();
+        let now = Utc::now();
+        let DomainEvent::MemoryCreated(mut erased) = created() else {
+            unreachable!()
+        };
+        // What the sealed log decodes once the creation's key is destroyed.
+        erased.content = SubjectText::Erased;
+        let created = DomainEvent::MemoryCreated(erased);
+        // A revival older builds let through: new content under the next key.
+        let revived = DomainEvent::MemoryRevised(MemoryRevised {
+            content: Some(SubjectText::new("new")),
+            ..Default::default()
+        });
+        let restored = DomainEvent::MemoryRestored(MemoryStateChanged::default());
+        let memory = Memory::fold(
+            &subject,
+            [(&created, 1, now), (&revived, 2, now), (&restored, 3, now)],
+        )
+        .unwrap();
+        assert_eq!(memory.state, MemoryState::Erased);
+        assert!(memory.is_erased());
+        assert!(memory.content.is_erased());
+        assert_eq!(memory.version, 3, "the stream's version still shows");
+
+        // Readable content folds as before.
+        let memory =
+            Memory::fold(&subject, [(&self::created(), 1, now), (&revived, 2, now)]).unwrap();
+        assert_eq!(memory.state, MemoryState::Active);
+        assert_eq!(memory.content.as_text(), Some("new"));
     }
 
     #[test]

@@ -250,6 +250,35 @@ impl EventId {
         }
         Self(Uuid::new_v5(&DERIVED_NAMESPACE, &name))
     }
+
+    /// The event id of a client's message `message_id` for a subject whose
+    /// key is at `key_generation` (a generation of the subject's data key,
+    /// `mnemo_crypto::KeyRef::generation`).
+    ///
+    /// Per generation, so that after an erasure (which starts the next
+    /// generation) the same message ids are new messages instead of
+    /// duplicates of the erased ones; within a generation a retry maps to
+    /// the same id and appends nothing. Generation 0 (keys from before
+    /// generations were counted) keeps the original derivation from tenant,
+    /// subject and message id, so the ids already in the log are still the
+    /// ones a retry finds.
+    pub fn message(
+        tenant: &TenantId,
+        subject: &SubjectId,
+        key_generation: u32,
+        message_id: &str,
+    ) -> Self {
+        if key_generation == 0 {
+            return Self::derived(&[tenant.as_str(), subject.as_str(), message_id]);
+        }
+        Self::derived(&[
+            "message",
+            tenant.as_str(),
+            subject.as_str(),
+            &key_generation.to_string(),
+            message_id,
+        ])
+    }
 }
 
 #[cfg(test)]
@@ -318,6 +347,40 @@ mod tests {
         assert_ne!(
             EventId::derived(&["ab", "c"]),
             EventId::derived(&["a", "bc"])
+        );
+    }
+
+    #[test]
+    fn message_ids_are_per_key_generation_and_generation_zero_keeps_the_old_ids() {
+        let (t, s) = (
+            TenantId::parse("t").unwrap(),
+            SubjectId::parse("s").unwrap(),
+        );
+        // The ids already in the log: a retry across the upgrade finds them.
+        assert_eq!(
+            EventId::message(&t, &s, 0, "m1"),
+            EventId::derived(&["t", "s", "m1"])
+        );
+        let per_generation: Vec<EventId> =
+            (0..4).map(|g| EventId::message(&t, &s, g, "m1")).collect();
+        for (i, a) in per_generation.iter().enumerate() {
+            for b in &per_generation[i + 1..] {
+                assert_ne!(a, b, "a later generation's id is new");
+            }
+        }
+        // Stable within a generation, and still separated by every part.
+        assert_eq!(
+            EventId::message(&t, &s, 2, "m1"),
+            EventId::message(&t, &s, 2, "m1")
+        );
+        assert_ne!(
+            EventId::message(&t, &s, 2, "m1"),
+            EventId::message(&t, &s, 2, "m2")
+        );
+        let other = SubjectId::parse("s2").unwrap();
+        assert_ne!(
+            EventId::message(&t, &s, 1, "m1"),
+            EventId::message(&t, &other, 1, "m1")
         );
     }
 

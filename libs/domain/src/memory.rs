@@ -48,15 +48,20 @@ pub enum MemoryState {
     Archived,
     Superseded,
     Deleted,
+    /// The subject was erased: the key generation that sealed the memory's
+    /// creation is destroyed. Final, whatever the stream holds after it
+    /// (see [`Memory::fold`]); never stored in a projection, only folded.
+    Erased,
 }
 
 impl MemoryState {
-    pub const ALL: [MemoryState; 5] = [
+    pub const ALL: [MemoryState; 6] = [
         MemoryState::Active,
         MemoryState::PendingReview,
         MemoryState::Archived,
         MemoryState::Superseded,
         MemoryState::Deleted,
+        MemoryState::Erased,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -66,6 +71,7 @@ impl MemoryState {
             MemoryState::Archived => "archived",
             MemoryState::Superseded => "superseded",
             MemoryState::Deleted => "deleted",
+            MemoryState::Erased => "erased",
         }
     }
 

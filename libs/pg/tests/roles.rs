@@ -109,6 +109,8 @@ async fn the_app_and_system_roles_hold_exactly_the_privileges_they_need() {
             "mnemo_app events INSERT,SELECT",
             "mnemo_app memories DELETE,INSERT,SELECT,UPDATE",
             "mnemo_app memory_usage DELETE,INSERT,SELECT,UPDATE",
+            // Append-only: a tombstone keeps a destroyed key's generation.
+            "mnemo_app subject_key_tombstones INSERT,SELECT",
             "mnemo_app subject_keys DELETE,INSERT,SELECT",
             "mnemo_system events SELECT",
             "mnemo_system relay_checkpoints INSERT,SELECT,UPDATE",

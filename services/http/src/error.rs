@@ -122,6 +122,7 @@ pub fn status_of(class: ErrorClass) -> StatusCode {
         ErrorClass::Forbidden => StatusCode::FORBIDDEN,
         ErrorClass::NotFound => StatusCode::NOT_FOUND,
         ErrorClass::Conflict => StatusCode::CONFLICT,
+        ErrorClass::Gone => StatusCode::GONE,
         ErrorClass::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorClass::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
@@ -177,6 +178,7 @@ mod tests {
             (ErrorClass::Forbidden, 403),
             (ErrorClass::NotFound, 404),
             (ErrorClass::Conflict, 409),
+            (ErrorClass::Gone, 410),
             (ErrorClass::Unavailable, 503),
             (ErrorClass::Internal, 500),
         ];

@@ -79,6 +79,12 @@ pub enum WriteError {
     MemoryNotFound,
     #[error("a deleted memory cannot be corrected")]
     MemoryDeleted,
+    /// The memory (or the messages a request names) belongs to a subject
+    /// that was erased: gone for good, so nothing is appended.
+    #[error("the subject of this memory was erased")]
+    MemoryErased,
+    #[error("the subject was erased; its earlier messages are gone")]
+    SubjectErased,
     #[error("the memory is at version {actual}; fetch it and retry")]
     VersionConflict { actual: u64 },
 }
@@ -106,6 +112,7 @@ impl Classified for WriteError {
             | WriteError::NothingToChange => ErrorClass::Invalid,
             WriteError::MemoryNotFound => ErrorClass::NotFound,
             WriteError::MemoryDeleted | WriteError::VersionConflict { .. } => ErrorClass::Conflict,
+            WriteError::MemoryErased | WriteError::SubjectErased => ErrorClass::Gone,
         }
     }
 
@@ -125,6 +132,7 @@ impl Classified for WriteError {
             WriteError::NothingToChange => "nothing_to_change",
             WriteError::MemoryNotFound => "memory_not_found",
             WriteError::MemoryDeleted => "memory_deleted",
+            WriteError::MemoryErased | WriteError::SubjectErased => "subject_erased",
             WriteError::VersionConflict { .. } => "version_conflict",
         }
     }
@@ -182,6 +190,12 @@ mod tests {
                 WriteError::VersionConflict { actual: 4 },
                 ErrorClass::Conflict,
                 "version_conflict",
+            ),
+            (WriteError::MemoryErased, ErrorClass::Gone, "subject_erased"),
+            (
+                WriteError::SubjectErased,
+                ErrorClass::Gone,
+                "subject_erased",
             ),
             (
                 AuthError::SubjectForbidden.into(),

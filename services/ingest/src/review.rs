@@ -44,6 +44,8 @@ pub enum ReviewError {
     EditOnlyField,
     #[error("no such review")]
     NotFound,
+    #[error("the subject of this review was erased")]
+    SubjectErased,
     #[error("the review was already decided: {}", .0.as_str())]
     AlreadyResolved(ReviewDecision),
     #[error("the review has no resolution after appending one")]
@@ -62,6 +64,7 @@ impl Classified for ReviewError {
             | ReviewError::ContentNotAllowed
             | ReviewError::EditOnlyField => ErrorClass::Malformed,
             ReviewError::NotFound => ErrorClass::NotFound,
+            ReviewError::SubjectErased => ErrorClass::Gone,
             ReviewError::AlreadyResolved(_) => ErrorClass::Conflict,
             ReviewError::Unresolved | ReviewError::MemoryDoesNotFold => ErrorClass::Internal,
         }
@@ -76,6 +79,7 @@ impl Classified for ReviewError {
             ReviewError::ContentNotAllowed => "content_not_allowed",
             ReviewError::EditOnlyField => "edit_only_field",
             ReviewError::NotFound => "review_not_found",
+            ReviewError::SubjectErased => "subject_erased",
             ReviewError::AlreadyResolved(_) => "review_already_resolved",
             ReviewError::Unresolved | ReviewError::MemoryDoesNotFold => "internal_error",
         }
@@ -155,9 +159,11 @@ async fn load_review(
         return Err(ReviewError::NotFound);
     };
     caller.authorize(Scope::MemoriesReview, Some(&subject))?;
-    // An erased subject's review has nothing left to decide on.
+    // An erased subject's review has nothing left to decide on: its
+    // proposal was sealed under a key the erasure destroyed. Gone rather
+    // than not found, and before any decision is appended.
     if request.proposed.is_erased() {
-        return Err(ReviewError::NotFound);
+        return Err(ReviewError::SubjectErased);
     }
     let resolution = events.iter().skip(1).find_map(|d| match &d.event {
         DomainEvent::ReviewResolved(resolved) => Some((resolved.clone(), d.clone())),
@@ -427,9 +433,11 @@ async fn act_on_target(
         &review.request.review_id.to_string(),
         "target",
     ]);
-    // Already done by an earlier attempt: its event is in the stream.
+    // Already done by an earlier attempt: its event is in the stream. A
+    // deleted or erased target is left as it is.
     if events.iter().any(|d| d.recorded.event_id == event_id)
         || current.state == MemoryState::Deleted
+        || current.is_erased()
     {
         return Ok(());
     }

@@ -15,7 +15,7 @@ use mnemo_domain::{
     TenantId,
 };
 use mnemo_event_store::sealed::{LogError, Pending};
-use mnemo_event_store::{AppendedEvent, EventStoreError, ExpectedVersion};
+use mnemo_event_store::{AppendedEvent, EventQuery, EventStoreError, ExpectedVersion};
 use serde::Deserialize;
 
 use crate::error::WriteError;
@@ -57,7 +57,9 @@ pub struct AcceptedMessage {
 
 struct ValidMessage {
     message_id: String,
-    event_id: EventId,
+    /// Ours when the client gave no id; derived from the client's id (and
+    /// the subject's key generation) once the batch is valid.
+    event_id: Option<EventId>,
     role: Role,
     content: String,
     timestamp: DateTime<Utc>,
@@ -66,8 +68,6 @@ struct ValidMessage {
 }
 
 fn validate_message(
-    tenant: &TenantId,
-    subject: &SubjectId,
     message: MessageInput,
     valid: &[ValidMessage],
     max_content_chars: usize,
@@ -82,17 +82,16 @@ fn validate_message(
             if !ok {
                 return Err(WriteError::InvalidMessageId);
             }
-            // Same tenant, subject and client id → same event id: a
-            // retried request appends nothing twice.
-            let event_id = EventId::derived(&[tenant.as_str(), subject.as_str(), &id]);
-            (id, event_id)
+            (id, None)
         }
         None => {
             let event_id = EventId::new();
-            (event_id.to_string(), event_id)
+            (event_id.to_string(), Some(event_id))
         }
     };
-    if valid.iter().any(|m| m.event_id == event_id) {
+    // Same client id twice in one batch: the same event id, whatever the
+    // generation.
+    if valid.iter().any(|m| m.message_id == message_id) {
         return Err(WriteError::DuplicateMessageId);
     }
     Ok(ValidMessage {
@@ -128,30 +127,32 @@ pub async fn ingest_messages(
     let now = Utc::now();
     let mut valid = Vec::with_capacity(messages.len());
     for (index, message) in messages.into_iter().enumerate() {
-        let message = validate_message(
-            &tenant,
-            &subject,
-            message,
-            &valid,
-            state.limits.max_content_chars,
-            now,
-        )
-        .map_err(|source| WriteError::InMessage {
-            index,
-            source: Box::new(source),
-        })?;
+        let message = validate_message(message, &valid, state.limits.max_content_chars, now)
+            .map_err(|source| WriteError::InMessage {
+                index,
+                source: Box::new(source),
+            })?;
         valid.push(message);
     }
 
+    // Same tenant, subject, key generation and client id → same event id:
+    // a retried request appends nothing twice. After an erasure the subject
+    // is at its next generation, so the same client ids are new messages
+    // rather than duplicates of what was erased. (Asked for once the batch
+    // is valid: it creates the subject's key, which the append would.)
+    let generation = key_generation(state, &tenant, &subject).await?;
     let mut pending = Vec::with_capacity(valid.len());
     let mut ids = Vec::with_capacity(valid.len());
     for message in valid {
+        let event_id = message.event_id.unwrap_or_else(|| {
+            EventId::message(&tenant, &subject, generation, &message.message_id)
+        });
         let mut scrub = ScrubSession::new(&state.scrubbers, &tenant, &state.metrics);
         let content = scrub.scrub(&message.content);
         let pii = scrub.finish();
         ids.push(message.message_id.clone());
         pending.push(Pending {
-            event_id: message.event_id,
+            event_id,
             subject: Some(subject.clone()),
             event: DomainEvent::MessageReceived(MessageReceived {
                 message_id: message.message_id,
@@ -179,6 +180,59 @@ pub async fn ingest_messages(
         .zip(result.events)
         .map(|(message_id, event)| AcceptedMessage { message_id, event })
         .collect())
+}
+
+/// The generation of the subject's data key that content is sealed under
+/// now (created on first use, as the append would).
+async fn key_generation(
+    state: &IngestState,
+    tenant: &TenantId,
+    subject: &SubjectId,
+) -> Result<u32, WriteError> {
+    Ok(state
+        .log
+        .cipher()
+        .generation(tenant, subject)
+        .await
+        .map_err(LogError::from)?)
+}
+
+/// Whether `event_id` is a message of the log, within the tenant.
+async fn is_message(
+    state: &IngestState,
+    tenant: &TenantId,
+    event_id: &EventId,
+) -> Result<bool, WriteError> {
+    Ok(state
+        .log
+        .store()
+        .get_event(tenant, event_id)
+        .await?
+        .is_some_and(|e| e.is(EventType::MessageReceived)))
+}
+
+/// Earlier key generations a source is looked for in. Each erasure starts a
+/// generation and erasures of one subject are rare; the bound keeps a
+/// subject erased over and over from making a bad source cost more.
+const ERASED_GENERATIONS_CHECKED: u32 = 16;
+
+/// Whether the client's `message_id` names a message of an earlier key
+/// generation of the subject: one posted before an erasure, whose content
+/// is gone. Every generation before the live one was destroyed.
+async fn posted_before_an_erasure(
+    state: &IngestState,
+    tenant: &TenantId,
+    subject: &SubjectId,
+    live: u32,
+    message_id: &str,
+) -> Result<bool, WriteError> {
+    for generation in (live.saturating_sub(ERASED_GENERATIONS_CHECKED)..live).rev() {
+        let event_id = EventId::message(tenant, subject, generation, message_id);
+        if is_message(state, tenant, &event_id).await? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 // ---------------------------------------------------------------- memories
@@ -226,15 +280,17 @@ pub async fn create_memory(
         return Err(WriteError::TooManySources);
     }
     let mut source_event_ids = Vec::with_capacity(request.sources.len());
+    // The sources are the subject's messages of its current key generation,
+    // the one the memory is sealed under too.
+    let generation = key_generation(state, tenant, subject).await?;
     for message_id in &request.sources {
-        let event_id = EventId::derived(&[tenant.as_str(), subject.as_str(), message_id]);
-        let known = state
-            .log
-            .store()
-            .get_event(tenant, &event_id)
-            .await?
-            .is_some_and(|e| e.is(EventType::MessageReceived));
-        if !known {
+        let event_id = EventId::message(tenant, subject, generation, message_id);
+        if !is_message(state, tenant, &event_id).await? {
+            // A message from before an erasure is gone, not unknown: a memory
+            // must not be made of it (nor claim it as provenance).
+            if posted_before_an_erasure(state, tenant, subject, generation, message_id).await? {
+                return Err(WriteError::SubjectErased);
+            }
             return Err(WriteError::UnknownSource);
         }
         if !source_event_ids.contains(&event_id) {
@@ -298,13 +354,20 @@ async fn load_memory(
         .and_then(|e| e.recorded.subject.clone())
         .ok_or(WriteError::MemoryNotFound)?;
     caller.authorize(scope, Some(&subject))?;
-    Memory::fold(
+    let memory = Memory::fold(
         &subject,
         events
             .iter()
             .map(|d| (&d.event, d.recorded.stream_version, d.recorded.recorded_at)),
     )
-    .ok_or(WriteError::MemoryNotFound)
+    .ok_or(WriteError::MemoryNotFound)?;
+    // Erased is final: no correction, deletion or state change is appended
+    // to an erased memory (a revision would otherwise seal new content under
+    // the subject's next key and bring the memory back).
+    if memory.is_erased() {
+        return Err(WriteError::MemoryErased);
+    }
+    Ok(memory)
 }
 
 fn reason_text(
@@ -452,11 +515,26 @@ pub struct ConsolidationRequest {
 
 /// Asynchronous: the memories appear in the subject's list and search once
 /// the consolidator has run. Returns the request's event id.
+///
+/// Refused (and nothing appended) for a subject that was erased and has
+/// had nothing posted since: every message it has is from before the
+/// erasure, and gone. Once something is posted afresh (a new key
+/// generation), the request is accepted and the consolidator ignores the
+/// erased messages, whose content reads as erased.
 pub async fn request_consolidation(
     state: &IngestState,
     request: ConsolidationRequest,
 ) -> Result<EventId, WriteError> {
     let session = request.session.map(SessionId::parse).transpose()?;
+    let live = state
+        .log
+        .cipher()
+        .live_generation(&request.tenant, &request.subject)
+        .await
+        .map_err(LogError::from)?;
+    if live.is_none() && was_erased(state, &request.tenant, &request.subject).await? {
+        return Err(WriteError::SubjectErased);
+    }
     let event_id = EventId::new();
     state
         .events()
@@ -473,6 +551,28 @@ pub async fn request_consolidation(
         )
         .await?;
     Ok(event_id)
+}
+
+/// Whether an erasure of the subject completed (its receipt is in the log).
+async fn was_erased(
+    state: &IngestState,
+    tenant: &TenantId,
+    subject: &SubjectId,
+) -> Result<bool, WriteError> {
+    let receipts = state
+        .log
+        .store()
+        .query(
+            tenant,
+            &EventQuery {
+                subject: Some(subject.clone()),
+                event_types: vec![EventType::SubjectErased.as_str().to_owned()],
+                limit: 1,
+                ..Default::default()
+            },
+        )
+        .await?;
+    Ok(!receipts.is_empty())
 }
 
 // ---------------------------------------------------------------- erasure

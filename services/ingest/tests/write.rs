@@ -3,12 +3,19 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use chrono::Utc;
 use mnemo_config::{Limits, PiiSettings};
 use mnemo_crypto::{MasterKey, MemorySubjectKeyStore, SubjectCipher};
-use mnemo_domain::events::Role;
-use mnemo_domain::{Classified, EventMetadata, SubjectId, TenantId};
-use mnemo_event_store::sealed::SealedLog;
-use mnemo_ingest::write::{self, ConsolidationRequest, MessageInput, MessagesRequest};
+use mnemo_domain::events::{streams, ErasureReceipt, Role, SubjectErased};
+use mnemo_domain::{
+    Classified, DomainEvent, ErasureId, ErrorClass, EventId, EventMetadata, MemoryKind, SubjectId,
+    TenantId,
+};
+use mnemo_event_store::sealed::{Pending, SealedLog};
+use mnemo_event_store::ExpectedVersion;
+use mnemo_ingest::write::{
+    self, ConsolidationRequest, MessageInput, MessagesRequest, NewMemoryRequest,
+};
 use mnemo_ingest::{IngestState, Scrubbers};
 use mnemo_telemetry::Metrics;
 
@@ -132,4 +139,199 @@ async fn a_bad_message_refuses_the_batch_and_says_which() {
     assert_eq!(error.code(), "invalid_content");
     assert_eq!(error.to_string(), "messages[1]: content must not be empty");
     assert_eq!(appended(&state, "MessageReceived"), 0);
+}
+
+fn acme() -> TenantId {
+    TenantId::parse("acme").unwrap()
+}
+
+fn subject() -> SubjectId {
+    SubjectId::parse("u").unwrap()
+}
+
+fn messages(messages: Vec<MessageInput>) -> MessagesRequest {
+    MessagesRequest {
+        tenant: acme(),
+        subject: subject(),
+        messages,
+        metadata: metadata(),
+    }
+}
+
+/// What the forgetter does to the subject, as far as the write side sees
+/// it: the key destroyed, then the receipt appended.
+async fn erase(state: &IngestState) {
+    state
+        .log
+        .cipher()
+        .destroy(&acme(), &subject())
+        .await
+        .unwrap();
+    let erasure_id = ErasureId::new();
+    let receipt = ErasureReceipt {
+        erasure_id,
+        tenant: acme(),
+        subject: subject(),
+        requested_at: Utc::now(),
+        completed_at: Utc::now(),
+        steps: vec![],
+        events_shredded: 0,
+    };
+    state
+        .log
+        .append_one(
+            &acme(),
+            &streams::erasure(&erasure_id),
+            ExpectedVersion::Any,
+            Pending {
+                event_id: EventId::new(),
+                subject: Some(subject()),
+                event: DomainEvent::SubjectErased(SubjectErased { receipt }),
+                metadata: metadata(),
+            },
+        )
+        .await
+        .unwrap();
+}
+
+fn memory_from(sources: &[&str]) -> NewMemoryRequest {
+    NewMemoryRequest {
+        tenant: acme(),
+        subject: subject(),
+        content: "likes tea".into(),
+        kind: MemoryKind::Preference,
+        tags: vec![],
+        confidence: None,
+        importance: None,
+        session: None,
+        agent: None,
+        sources: sources.iter().map(|s| s.to_string()).collect(),
+        metadata: metadata(),
+    }
+}
+
+fn consolidation() -> ConsolidationRequest {
+    ConsolidationRequest {
+        tenant: acme(),
+        subject: subject(),
+        session: None,
+        metadata: metadata(),
+    }
+}
+
+#[tokio::test]
+async fn after_an_erasure_the_same_message_ids_are_new_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = state(&dir).await;
+    let batch = || vec![message("m1", "before"), message("m2", "before too")];
+    let before = write::ingest_messages(&state, messages(batch()))
+        .await
+        .unwrap();
+    erase(&state).await;
+
+    let after = write::ingest_messages(&state, messages(batch()))
+        .await
+        .unwrap();
+    assert!(
+        after.iter().all(|m| !m.event.duplicate),
+        "not deduplicated against the erased generation"
+    );
+    for (old, new) in before.iter().zip(&after) {
+        assert_eq!(old.message_id, new.message_id);
+        assert_ne!(old.event.event_id, new.event.event_id);
+    }
+    assert_eq!(appended(&state, "MessageReceived"), 4);
+    // The ids are the subject's second generation's.
+    assert_eq!(
+        after[0].event.event_id,
+        EventId::message(&acme(), &subject(), 2, "m1")
+    );
+
+    // Within the new generation a retry is a duplicate again.
+    let retry = write::ingest_messages(&state, messages(batch()))
+        .await
+        .unwrap();
+    assert!(retry.iter().all(|m| m.event.duplicate));
+    assert_eq!(appended(&state, "MessageReceived"), 4);
+}
+
+#[tokio::test]
+async fn a_source_from_before_an_erasure_is_gone_and_appends_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = state(&dir).await;
+    write::ingest_messages(&state, messages(vec![message("old", "before")]))
+        .await
+        .unwrap();
+    write::create_memory(&state, memory_from(&["old"]))
+        .await
+        .unwrap();
+    erase(&state).await;
+    write::ingest_messages(&state, messages(vec![message("new", "after")]))
+        .await
+        .unwrap();
+
+    let gone = write::create_memory(&state, memory_from(&["new", "old"]))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        (gone.class(), gone.code()),
+        (ErrorClass::Gone, "subject_erased")
+    );
+    let unknown = write::create_memory(&state, memory_from(&["never-posted"]))
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(unknown.code(), "unknown_source");
+    assert_eq!(appended(&state, "MemoryCreated"), 1);
+
+    // A message of the new generation is a source as any.
+    let memory = write::create_memory(&state, memory_from(&["new"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        memory.provenance.source_event_ids,
+        [EventId::message(&acme(), &subject(), 2, "new")]
+    );
+}
+
+#[tokio::test]
+async fn consolidating_an_erased_subject_is_refused_until_something_is_posted_afresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = state(&dir).await;
+    write::ingest_messages(&state, messages(vec![message("m1", "before")]))
+        .await
+        .unwrap();
+    write::request_consolidation(&state, consolidation())
+        .await
+        .unwrap();
+    erase(&state).await;
+
+    let refused = write::request_consolidation(&state, consolidation())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(
+        (refused.class(), refused.code()),
+        (ErrorClass::Gone, "subject_erased")
+    );
+    assert_eq!(appended(&state, "ConsolidationRequested"), 1);
+    assert_eq!(
+        state
+            .log
+            .cipher()
+            .live_generation(&acme(), &subject())
+            .await
+            .unwrap(),
+        None,
+        "refusing created no key"
+    );
+
+    write::ingest_messages(&state, messages(vec![message("m1", "after")]))
+        .await
+        .unwrap();
+    write::request_consolidation(&state, consolidation())
+        .await
+        .unwrap();
+    assert_eq!(appended(&state, "ConsolidationRequested"), 2);
 }

@@ -23,6 +23,9 @@ pub enum ReadError {
     ReadModel(#[from] ReadModelError),
     #[error("no such memory")]
     MemoryNotFound,
+    /// The memory existed and its subject was erased on request.
+    #[error("the subject of this memory was erased")]
+    SubjectErased,
     #[error("no such erasure")]
     ErasureNotFound,
     #[error("the subject has no profile")]
@@ -63,6 +66,7 @@ impl Classified for ReadError {
             ReadError::MemoryNotFound | ReadError::ErasureNotFound | ReadError::ProfileNotFound => {
                 ErrorClass::NotFound
             }
+            ReadError::SubjectErased => ErrorClass::Gone,
             ReadError::InvalidLimit { .. }
             | ReadError::InvalidDays { .. }
             | ReadError::InvalidKind(_)
@@ -81,6 +85,7 @@ impl Classified for ReadError {
             ReadError::Log(e) => e.code(),
             ReadError::ReadModel(_) => "unavailable",
             ReadError::MemoryNotFound => "memory_not_found",
+            ReadError::SubjectErased => "subject_erased",
             ReadError::ErasureNotFound => "erasure_not_found",
             ReadError::ProfileNotFound => "profile_not_found",
             ReadError::InvalidLimit { .. } => "invalid_limit",
@@ -187,6 +192,12 @@ mod tests {
             ReadError::InvalidRange.code(),
             SearchError::InvalidRange.code()
         );
+    }
+
+    #[test]
+    fn an_erased_memory_is_gone() {
+        assert_eq!(ReadError::SubjectErased.class(), ErrorClass::Gone);
+        assert_eq!(ReadError::SubjectErased.code(), "subject_erased");
     }
 
     #[test]

@@ -103,15 +103,28 @@ async fn memory_stream(
     Ok((subject, events))
 }
 
+/// The memory as its stream folds, or `SubjectErased` when the key
+/// generation that sealed its creation was destroyed by an erasure (the
+/// fold knows: see `Memory::fold`). Gone rather than not found: the id did
+/// exist, its subject was erased on request, and a client can stop asking.
+/// Checked after the caller's authorization, so only a caller who may read
+/// the subject learns it was erased (which the log's erasure receipts tell
+/// it anyway).
 pub async fn get_memory(
     state: &RetrieverState,
     request: MemoryRequest<'_>,
 ) -> Result<Memory, ReadError> {
     let (subject, events) = memory_stream(state, &request).await?;
-    fold(&subject, &events).ok_or(ReadError::MemoryNotFound)
+    let memory = fold(&subject, &events).ok_or(ReadError::MemoryNotFound)?;
+    if memory.is_erased() {
+        return Err(ReadError::SubjectErased);
+    }
+    Ok(memory)
 }
 
-/// A memory's versions, oldest first.
+/// A memory's versions, oldest first. An erased memory's history is still
+/// shown (what happened, by whom, when: the log keeps it), with every
+/// version's content `null` and its state `erased`.
 pub struct History {
     pub subject: SubjectId,
     /// Per version: the event and the memory as it then was.
@@ -127,9 +140,26 @@ pub async fn history(
     Ok(History { subject, versions })
 }
 
-/// The reason an event gives, opened (`null` when none or erased).
-fn reason_of(payload: &Value) -> Value {
-    unmark(&payload["reason"])
+/// An opened payload with every piece of subject text `null`: how an erased
+/// memory's events show, including any written after the erasure under the
+/// subject's next key (older builds accepted such revisions).
+fn blank(value: &Value) -> Value {
+    match value {
+        Value::Object(object)
+            if object.len() == 1
+                && (object.contains_key("$text") || object.contains_key("$erased")) =>
+        {
+            Value::Null
+        }
+        Value::Object(object) => Value::Object(
+            object
+                .iter()
+                .map(|(key, value)| (key.clone(), blank(value)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(blank).collect()),
+        other => other.clone(),
+    }
 }
 
 fn history_entries(subject: &SubjectId, events: &[Decoded]) -> Vec<Value> {
@@ -145,7 +175,12 @@ fn history_entries(subject: &SubjectId, events: &[Decoded]) -> Vec<Value> {
                 memory.updated_at = recorded.recorded_at;
             }
         }
-        let mut changes = unmark(&recorded.payload);
+        let erased = memory.as_ref().is_some_and(Memory::is_erased);
+        let opened = match erased {
+            true => blank(&recorded.payload),
+            false => unmark(&recorded.payload),
+        };
+        let mut changes = opened.clone();
         if let Some(object) = changes.as_object_mut() {
             object.remove("reason");
             object.remove("pii");
@@ -157,7 +192,7 @@ fn history_entries(subject: &SubjectId, events: &[Decoded]) -> Vec<Value> {
             "actor": recorded.metadata.actor,
             "recorded_at": recorded.recorded_at,
             "correlation_id": recorded.metadata.correlation_id,
-            "reason": reason_of(&recorded.payload),
+            "reason": opened.get("reason").cloned().unwrap_or(Value::Null),
             "pii_found": recorded.payload.get("pii").cloned().unwrap_or(Value::Null),
             "changes": changes,
             "memory": memory.as_ref().map(MemoryView::of),
@@ -293,7 +328,7 @@ pub async fn export_subject(
         let Some(memory) = fold(&subject, stream) else {
             continue;
         };
-        if memory.content.is_erased() {
+        if memory.is_erased() {
             continue;
         }
         memories.push(json!({

@@ -1,11 +1,11 @@
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use mnemo_domain::{SubjectId, TenantId};
 
 use super::SubjectKeyStore;
-use crate::data_key::new_key_id;
+use crate::data_key::{new_key_id, next_generation};
 use crate::{CryptoError, DataKey, KeyRef};
 
 /// Keys in process memory only, for tests of other crates (and of this one).
@@ -13,7 +13,15 @@ use crate::{CryptoError, DataKey, KeyRef};
 /// as every subject being erased.
 #[derive(Default)]
 pub struct MemorySubjectKeyStore {
-    keys: Mutex<HashMap<(TenantId, SubjectId), KeyRef>>,
+    inner: Mutex<Keys>,
+}
+
+#[derive(Default)]
+struct Keys {
+    live: HashMap<(TenantId, SubjectId), KeyRef>,
+    /// The highest destroyed generation per subject: the tombstones, as far
+    /// as numbering needs them.
+    destroyed: HashMap<(TenantId, SubjectId), u32>,
 }
 
 impl MemorySubjectKeyStore {
@@ -21,17 +29,18 @@ impl MemorySubjectKeyStore {
         Self::default()
     }
 
-    fn keys(&self) -> std::sync::MutexGuard<'_, HashMap<(TenantId, SubjectId), KeyRef>> {
-        // Every critical section is a single map operation, so a panic
-        // elsewhere cannot leave the map half-updated: poisoning is ignored.
-        self.keys.lock().unwrap_or_else(PoisonError::into_inner)
+    fn keys(&self) -> MutexGuard<'_, Keys> {
+        // Every critical section updates the maps together before it can
+        // panic, so a panic elsewhere cannot leave them half-updated:
+        // poisoning is ignored.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 impl fmt::Debug for MemorySubjectKeyStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MemorySubjectKeyStore")
-            .field("subjects", &self.keys().len())
+            .field("subjects", &self.keys().live.len())
             .finish()
     }
 }
@@ -44,12 +53,16 @@ impl SubjectKeyStore for MemorySubjectKeyStore {
         subject: &SubjectId,
     ) -> Result<KeyRef, CryptoError> {
         // Created under the lock, so concurrent first uses agree.
-        Ok(self
-            .keys()
-            .entry((tenant.clone(), subject.clone()))
+        let id = (tenant.clone(), subject.clone());
+        let mut keys = self.keys();
+        let generation = next_generation(keys.destroyed.get(&id).copied());
+        Ok(keys
+            .live
+            .entry(id)
             .or_insert_with(|| KeyRef {
                 key_id: new_key_id(),
                 key: Arc::new(DataKey::generate()),
+                generation,
             })
             .clone())
     }
@@ -62,6 +75,7 @@ impl SubjectKeyStore for MemorySubjectKeyStore {
     ) -> Result<Option<Arc<DataKey>>, CryptoError> {
         Ok(self
             .keys()
+            .live
             .get(&(tenant.clone(), subject.clone()))
             .filter(|k| k.key_id == key_id)
             .map(|k| Arc::clone(&k.key)))
@@ -70,7 +84,25 @@ impl SubjectKeyStore for MemorySubjectKeyStore {
     async fn destroy(&self, tenant: &TenantId, subject: &SubjectId) -> Result<u32, CryptoError> {
         // Dropping the KeyRef wipes the key once no cipher cache or caller
         // still holds its Arc.
-        let removed = self.keys().remove(&(tenant.clone(), subject.clone()));
-        Ok(u32::from(removed.is_some()))
+        let id = (tenant.clone(), subject.clone());
+        let mut keys = self.keys();
+        let Some(removed) = keys.live.remove(&id) else {
+            return Ok(0);
+        };
+        let last = keys.destroyed.entry(id).or_insert(removed.generation);
+        *last = (*last).max(removed.generation);
+        Ok(1)
+    }
+
+    async fn live_generation(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<Option<u32>, CryptoError> {
+        Ok(self
+            .keys()
+            .live
+            .get(&(tenant.clone(), subject.clone()))
+            .map(|k| k.generation))
     }
 }

@@ -1,5 +1,7 @@
 //! Where subject data keys live. One live key per (tenant, subject); erasure
-//! deletes it, which is what makes the subject's sealed content unreadable.
+//! deletes it, which is what makes the subject's sealed content unreadable,
+//! and leaves a tombstone (key id and generation, no key material) so the
+//! subject's next key knows its generation.
 
 use std::sync::Arc;
 
@@ -22,7 +24,9 @@ pub use sqlite::SqliteSubjectKeyStore;
 #[async_trait::async_trait]
 pub trait SubjectKeyStore: Send + Sync {
     /// The subject's live key, created (and persisted, wrapped) on first use.
-    /// Concurrent callers for the same subject get the same key.
+    /// Concurrent callers for the same subject get the same key. A new key's
+    /// generation is one more than the highest the subject had destroyed
+    /// (1 when none was).
     async fn get_or_create(
         &self,
         tenant: &TenantId,
@@ -39,8 +43,18 @@ pub trait SubjectKeyStore: Send + Sync {
         key_id: &str,
     ) -> Result<Option<Arc<DataKey>>, CryptoError>;
 
-    /// Destroys every key of the subject. Returns how many were destroyed.
-    /// After this, `get()` returns `None` for them and `get_or_create` makes a
-    /// new key with a new id.
+    /// Destroys every key of the subject, leaving a tombstone of each (its
+    /// id and generation). Returns how many were destroyed. After this,
+    /// `get()` returns `None` for them and `get_or_create` makes a new key
+    /// with a new id and the next generation.
     async fn destroy(&self, tenant: &TenantId, subject: &SubjectId) -> Result<u32, CryptoError>;
+
+    /// The generation of the subject's live key, without creating one:
+    /// `None` when it has none (it never had one, or it was erased and
+    /// nothing was sealed for it since).
+    async fn live_generation(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<Option<u32>, CryptoError>;
 }

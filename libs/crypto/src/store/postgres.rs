@@ -13,7 +13,9 @@ use crate::{CryptoError, DataKey, KeyRef, MasterKey};
 /// read and written only in tenant-scoped transactions of the application
 /// role, so row-level security keeps each tenant to its own keys.
 ///
-/// `destroy` deletes the row. PostgreSQL keeps the dead tuple's bytes in the
+/// `destroy` deletes the row, and leaves the key's id and generation in
+/// `subject_key_tombstones` (migration `0007_subject_key_generations.sql`)
+/// for the numbering of the next key. PostgreSQL keeps the dead tuple's bytes in the
 /// table file until vacuum reuses the space, and in WAL and backups for
 /// their retention: the wrapped key stays unreadable without the master key,
 /// and `docs/postgres.md` says how to shorten that window.
@@ -35,17 +37,27 @@ impl PostgresSubjectKeyStore {
         &self,
         tenant: &TenantId,
         subject: &SubjectId,
-        row: (String, Vec<u8>, String),
+        row: LiveRow,
     ) -> Result<KeyRef, CryptoError> {
-        let (key_id, wrapped, master_key_id) = row;
+        let (key_id, wrapped, master_key_id, generation) = row;
         let key = self
             .master
             .unwrap_stored(tenant, subject, &key_id, &wrapped, &master_key_id)?;
         Ok(KeyRef {
             key_id,
             key: Arc::new(key),
+            generation: generation_of(generation)?,
         })
     }
+}
+
+/// key_id, wrapped_key, master_key_id, generation.
+type LiveRow = (String, Vec<u8>, String, i32);
+
+/// A stored generation as the `u32` it was written from.
+fn generation_of(stored: i32) -> Result<u32, CryptoError> {
+    u32::try_from(stored)
+        .map_err(|_| CryptoError::Store("stored key generation is out of range".into()))
 }
 
 impl fmt::Debug for PostgresSubjectKeyStore {
@@ -56,7 +68,7 @@ impl fmt::Debug for PostgresSubjectKeyStore {
     }
 }
 
-const LIVE: &str = "SELECT key_id, wrapped_key, master_key_id FROM subject_keys \
+const LIVE: &str = "SELECT key_id, wrapped_key, master_key_id, generation FROM subject_keys \
                     WHERE tenant_id = $1 AND subject_id = $2";
 
 #[async_trait::async_trait]
@@ -67,7 +79,7 @@ impl SubjectKeyStore for PostgresSubjectKeyStore {
         subject: &SubjectId,
     ) -> Result<KeyRef, CryptoError> {
         let mut tx = self.pool.begin(tenant).await.map_err(store_error)?;
-        let live: Option<(String, Vec<u8>, String)> = sqlx::query_as(LIVE)
+        let live: Option<LiveRow> = sqlx::query_as(LIVE)
             .bind(tenant.as_str())
             .bind(subject.as_str())
             .fetch_optional(&mut *tx)
@@ -82,10 +94,16 @@ impl SubjectKeyStore for PostgresSubjectKeyStore {
         // A concurrent first use inserts the same primary key: this insert
         // waits for it, then does nothing, and the read below (a new
         // statement, so a new snapshot under READ COMMITTED) returns the
-        // row that won to everybody.
+        // row that won to everybody. The generation is read in the same
+        // statement: a destroy commits its tombstone with its delete, so a
+        // key created after it counts on from there.
         sqlx::query(
-            "INSERT INTO subject_keys (tenant_id, subject_id, key_id, wrapped_key, master_key_id) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+            "INSERT INTO subject_keys \
+             (tenant_id, subject_id, key_id, wrapped_key, master_key_id, generation) \
+             VALUES ($1, $2, $3, $4, $5, \
+               (SELECT COALESCE(MAX(generation) + 1, 1) FROM subject_key_tombstones \
+                WHERE tenant_id = $1 AND subject_id = $2)) \
+             ON CONFLICT DO NOTHING",
         )
         .bind(tenant.as_str())
         .bind(subject.as_str())
@@ -94,7 +112,7 @@ impl SubjectKeyStore for PostgresSubjectKeyStore {
         .bind(self.master.id())
         .execute(&mut *tx)
         .await?;
-        let row: Option<(String, Vec<u8>, String)> = sqlx::query_as(LIVE)
+        let row: Option<LiveRow> = sqlx::query_as(LIVE)
             .bind(tenant.as_str())
             .bind(subject.as_str())
             .fetch_optional(&mut *tx)
@@ -135,12 +153,40 @@ impl SubjectKeyStore for PostgresSubjectKeyStore {
 
     async fn destroy(&self, tenant: &TenantId, subject: &SubjectId) -> Result<u32, CryptoError> {
         let mut tx = self.pool.begin(tenant).await.map_err(store_error)?;
-        let done = sqlx::query("DELETE FROM subject_keys WHERE tenant_id = $1 AND subject_id = $2")
-            .bind(tenant.as_str())
-            .bind(subject.as_str())
-            .execute(&mut *tx)
-            .await?;
+        // One statement: the rows deleted are exactly the ones remembered, so
+        // a key is never gone without its generation (the next key would
+        // reuse it, and the ids derived from it).
+        let destroyed: i64 = sqlx::query_scalar(
+            "WITH gone AS (DELETE FROM subject_keys WHERE tenant_id = $1 AND subject_id = $2 \
+               RETURNING tenant_id, subject_id, key_id, generation), \
+             remembered AS (INSERT INTO subject_key_tombstones \
+               (tenant_id, subject_id, key_id, generation) \
+               SELECT tenant_id, subject_id, key_id, generation FROM gone \
+               ON CONFLICT DO NOTHING) \
+             SELECT count(*) FROM gone",
+        )
+        .bind(tenant.as_str())
+        .bind(subject.as_str())
+        .fetch_one(&mut *tx)
+        .await?;
         tx.commit().await?;
-        Ok(u32::try_from(done.rows_affected()).unwrap_or(u32::MAX))
+        Ok(u32::try_from(destroyed).unwrap_or(u32::MAX))
+    }
+
+    async fn live_generation(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<Option<u32>, CryptoError> {
+        let mut tx = self.pool.begin(tenant).await.map_err(store_error)?;
+        let stored: Option<i32> = sqlx::query_scalar(
+            "SELECT generation FROM subject_keys WHERE tenant_id = $1 AND subject_id = $2",
+        )
+        .bind(tenant.as_str())
+        .bind(subject.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        stored.map(generation_of).transpose()
     }
 }

@@ -43,12 +43,18 @@ mod sqlite {
 
     use super::Fixture;
 
-    /// Only this crate's migration: the others in the folder belong to other
-    /// crates.
-    const MIGRATION: &str = include_str!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../migrations/sqlite/0002_subject_keys.sql"
-    ));
+    /// Only this crate's migrations: the others in the folder belong to
+    /// other crates.
+    const MIGRATIONS: [&str; 2] = [
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../migrations/sqlite/0002_subject_keys.sql"
+        )),
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../migrations/sqlite/0007_subject_key_generations.sql"
+        )),
+    ];
 
     /// A pool as production must open it: WAL, secure_delete on every
     /// connection. Creates the table when `migrate` is set.
@@ -64,7 +70,9 @@ mod sqlite {
             .await
             .unwrap();
         if migrate {
-            sqlx::raw_sql(MIGRATION).execute(&pool).await.unwrap();
+            for migration in MIGRATIONS {
+                sqlx::raw_sql(migration).execute(&pool).await.unwrap();
+            }
         }
         pool
     }
