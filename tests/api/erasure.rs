@@ -291,6 +291,8 @@ async fn request_review(app: &TestApp, subject: &str, proposed: &str) -> String 
                     action: Default::default(),
                     target: None,
                     reason: None,
+                    reason_code: None,
+                    signals: vec![],
                     excerpt: None,
                     producer: None,
                     session: None,
