@@ -249,44 +249,14 @@ pub async fn review_stats(
     let subject = visible_subject(caller, query.subject.as_deref())?;
     let tenant = &caller.tenant;
     let since = Utc::now() - Duration::days(i64::from(days));
-
-    let mut confidences: Vec<f32> = Vec::new();
-    let mut routed: BTreeMap<&'static str, u64> =
-        Route::ALL.into_iter().map(|r| (r.as_str(), 0)).collect();
-    let mut batches = 0u64;
-    let mut suspected_injections = 0u64;
-    let mut undecodable = 0u64;
-    scan(
-        state,
-        tenant,
-        EventType::BatchConsolidated,
-        subject.as_ref(),
-        Some(since),
-        None,
-        |event| {
-            // No subject content: the payload decodes without a key.
-            match DomainEvent::decode(&event.event_type, event.schema_version, event.payload) {
-                Ok(DomainEvent::BatchConsolidated(batch)) => {
-                    batches += 1;
-                    suspected_injections += u64::from(batch.suspected_injections);
-                    for candidate in batch.candidates {
-                        confidences.push(candidate.confidence);
-                        *routed.entry(candidate.route.as_str()).or_default() += 1;
-                    }
-                }
-                _ => undecodable += 1,
-            }
-            ScanStep::Continue
-        },
-    )
-    .await?;
-    if undecodable > 0 {
-        tracing::warn!(tenant = %tenant, undecodable, "batch records skipped in review stats");
-    }
+    let routing = routing_since(state, tenant, subject.as_ref(), since).await?;
+    let decided = decisions_since(state, tenant, subject.as_ref(), since).await?;
+    let pending = pending_reviews(state, tenant, subject.as_ref()).await?;
 
     let policy = state.consolidation.for_tenant(tenant.as_str());
     let auto_threshold = policy.auto_threshold_for("llm");
     let review_threshold = policy.min_confidence;
+    let confidences = &routing.confidences;
     let count = |keep: &dyn Fn(f32) -> bool| confidences.iter().filter(|c| keep(**c)).count();
     let grid: Vec<Value> = threshold_grid()
         .map(|t| {
@@ -297,69 +267,21 @@ pub async fn review_stats(
             })
         })
         .collect();
-
-    let mut decided: BTreeMap<&'static str, u64> =
-        [("approve", 0), ("edit", 0), ("reject", 0)].into();
-    scan(
-        state,
-        tenant,
-        EventType::ReviewResolved,
-        subject.as_ref(),
-        Some(since),
-        None,
-        |event| {
-            // The decision is plain; only the edit and the note are sealed.
-            match event.payload["decision"].as_str() {
-                Some("approve") => *decided.entry("approve").or_default() += 1,
-                Some("edit") => *decided.entry("edit").or_default() += 1,
-                Some("reject") => *decided.entry("reject").or_default() += 1,
-                _ => {}
-            }
-            ScanStep::Continue
-        },
-    )
-    .await?;
     let total_decided: u64 = decided.values().sum();
     let acceptance_rate = (total_decided > 0)
         .then(|| (decided["approve"] + decided["edit"]) as f64 / total_decided as f64);
 
-    let mut pending = 0u64;
-    let mut reviews = Vec::new();
-    scan(
-        state,
-        tenant,
-        EventType::ReviewRequested,
-        subject.as_ref(),
-        None,
-        None,
-        |event| {
-            reviews.push(event);
-            ScanStep::Continue
-        },
-    )
-    .await?;
-    for event in reviews {
-        let decoded = state.log.decode(event).await?;
-        let DomainEvent::ReviewRequested(request) = &decoded.event else {
-            continue;
-        };
-        // As in the list: an erased subject's review can no longer be decided.
-        if !request.proposed.is_erased() && is_pending(state, tenant, &request.review_id).await? {
-            pending += 1;
-        }
-    }
-
     Ok(json!({
         "days": days,
         "since": since,
-        "batches": batches,
+        "batches": routing.batches,
         "candidates": confidences.len(),
-        "routed": routed,
+        "routed": routing.routed,
         // Held for review as suspected injections, whatever their
         // confidence: part of `routed.review`. The threshold arithmetic
         // below still counts them by confidence, although no threshold
         // would have made them memories.
-        "suspected_injections": suspected_injections,
+        "suspected_injections": routing.suspected_injections,
         "thresholds": {
             "auto": round4(auto_threshold),
             "review": round4(review_threshold),
@@ -377,6 +299,122 @@ pub async fn review_stats(
             "pending": pending,
         },
     }))
+}
+
+/// What the batch records since `since` say about routing.
+struct Routing {
+    batches: u64,
+    confidences: Vec<f32>,
+    routed: BTreeMap<&'static str, u64>,
+    suspected_injections: u64,
+}
+
+async fn routing_since(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    subject: Option<&SubjectId>,
+    since: DateTime<Utc>,
+) -> Result<Routing, ReadError> {
+    let mut routing = Routing {
+        batches: 0,
+        confidences: Vec::new(),
+        routed: Route::ALL.into_iter().map(|r| (r.as_str(), 0)).collect(),
+        suspected_injections: 0,
+    };
+    let mut undecodable = 0u64;
+    scan(
+        state,
+        tenant,
+        EventType::BatchConsolidated,
+        subject,
+        Some(since),
+        None,
+        |event| {
+            // No subject content: the payload decodes without a key.
+            match DomainEvent::decode(&event.event_type, event.schema_version, event.payload) {
+                Ok(DomainEvent::BatchConsolidated(batch)) => {
+                    routing.batches += 1;
+                    routing.suspected_injections += u64::from(batch.suspected_injections);
+                    for candidate in batch.candidates {
+                        routing.confidences.push(candidate.confidence);
+                        *routing.routed.entry(candidate.route.as_str()).or_default() += 1;
+                    }
+                }
+                _ => undecodable += 1,
+            }
+            ScanStep::Continue
+        },
+    )
+    .await?;
+    if undecodable > 0 {
+        tracing::warn!(tenant = %tenant, undecodable, "batch records skipped in review stats");
+    }
+    Ok(routing)
+}
+
+/// Review decisions since `since`, by decision.
+async fn decisions_since(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    subject: Option<&SubjectId>,
+    since: DateTime<Utc>,
+) -> Result<BTreeMap<&'static str, u64>, ReadError> {
+    let mut decided: BTreeMap<&'static str, u64> =
+        [("approve", 0), ("edit", 0), ("reject", 0)].into();
+    scan(
+        state,
+        tenant,
+        EventType::ReviewResolved,
+        subject,
+        Some(since),
+        None,
+        |event| {
+            // The decision is plain; only the edit and the note are sealed.
+            match event.payload["decision"].as_str() {
+                Some("approve") => *decided.entry("approve").or_default() += 1,
+                Some("edit") => *decided.entry("edit").or_default() += 1,
+                Some("reject") => *decided.entry("reject").or_default() += 1,
+                _ => {}
+            }
+            ScanStep::Continue
+        },
+    )
+    .await?;
+    Ok(decided)
+}
+
+/// Reviews still waiting for a decision, whenever they were requested.
+async fn pending_reviews(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    subject: Option<&SubjectId>,
+) -> Result<u64, ReadError> {
+    let mut reviews = Vec::new();
+    scan(
+        state,
+        tenant,
+        EventType::ReviewRequested,
+        subject,
+        None,
+        None,
+        |event| {
+            reviews.push(event);
+            ScanStep::Continue
+        },
+    )
+    .await?;
+    let mut pending = 0u64;
+    for event in reviews {
+        let decoded = state.log.decode(event).await?;
+        let DomainEvent::ReviewRequested(request) = &decoded.event else {
+            continue;
+        };
+        // As in the list: an erased subject's review can no longer be decided.
+        if !request.proposed.is_erased() && is_pending(state, tenant, &request.review_id).await? {
+            pending += 1;
+        }
+    }
+    Ok(pending)
 }
 
 /// A subject's latest profile.
