@@ -9,18 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 const SUBJECTS: usize = 30;
-const FACTS: [&str; 10] = [
-    "I love green tea",
-    "I love hiking in the Alps",
-    "I love jazz records",
-    "I love sourdough baking",
-    "I love chess problems",
-    "I love watercolor painting",
-    "I love marathon running",
-    "I love Korean cinema",
-    "I love vintage motorcycles",
-    "I love birdwatching at dawn",
-];
+use mnemo_tests::FACTS;
 
 struct Server {
     child: Child,

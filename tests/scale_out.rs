@@ -45,20 +45,7 @@ const SERVICES: [&str; 4] = [
     "mnemo-retriever",
     "mnemo-forgetter",
 ];
-/// One extractable preference per message, all different, so every
-/// subject ends with exactly these ten memories.
-const FACTS: [&str; 10] = [
-    "I love green tea",
-    "I love hiking in the Alps",
-    "I love jazz records",
-    "I love sourdough baking",
-    "I love chess problems",
-    "I love watercolor painting",
-    "I love marathon running",
-    "I love Korean cinema",
-    "I love vintage motorcycles",
-    "I love birdwatching at dawn",
-];
+use mnemo_tests::FACTS;
 /// Batches of ten consolidate as the tenth message arrives, quiet
 /// conversations after a second; a strict similarity threshold keeps the
 /// ten facts apart (the lexical embedder sees "I love" in all of them).

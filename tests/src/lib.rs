@@ -89,6 +89,22 @@ pub fn assert_refuses_a_bad_listen_address(exe: &str) {
     assert!(error.contains("listen"), "{error}");
 }
 
+/// One extractable preference per message, all different, so a subject
+/// sent these ends with exactly these ten memories: what the process suites
+/// post and then count.
+pub const FACTS: [&str; 10] = [
+    "I love green tea",
+    "I love hiking in the Alps",
+    "I love jazz records",
+    "I love sourdough baking",
+    "I love chess problems",
+    "I love watercolor painting",
+    "I love marathon running",
+    "I love Korean cinema",
+    "I love vintage motorcycles",
+    "I love birdwatching at dawn",
+];
+
 /// A free TCP port on the loopback interface.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
