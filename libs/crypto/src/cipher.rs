@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use mnemo_domain::{SubjectId, TenantId};
 use serde_json::Value;
 
-use crate::data_key::{self, DataKey, KeyRef};
-use crate::marker::{self, SEALED, TEXT};
+use crate::data_key::{self, DataKey, KeyRef, TokenPurpose};
+use crate::marker::{self, CLEAR, SEALED};
 use crate::store::SubjectKeyStore;
 use crate::CryptoError;
 
@@ -55,8 +55,9 @@ impl SubjectCipher {
         &self.store
     }
 
-    /// Replaces every `{"$text": s}` in the tree with a sealed marker using
-    /// the subject's live key. Returns how many were sealed.
+    /// Replaces every `{"$text": s}` and `{"$value": v}` in the tree with a
+    /// sealed marker using the subject's live key. Returns how many were
+    /// sealed.
     ///
     /// All-or-nothing: on error the payload is unchanged. A payload without
     /// clear markers does not create a key for the subject.
@@ -66,7 +67,7 @@ impl SubjectCipher {
         subject: &SubjectId,
         payload: &mut Value,
     ) -> Result<usize, CryptoError> {
-        let markers = marker::find_markers_mut(payload, TEXT);
+        let markers = marker::find_markers_mut(payload, &CLEAR);
         if markers.is_empty() {
             return Ok(0);
         }
@@ -75,13 +76,18 @@ impl SubjectCipher {
             marker::clear_text(m)?;
         }
         let live = self.live_key(tenant, subject).await?;
-        let aad = data_key::aad(tenant, subject, &live.key_id);
         let cipher = live.key.aead();
         let mut sealed = Vec::with_capacity(markers.len());
         for m in &markers {
-            let text = marker::clear_text(m)?;
-            let (nonce, ct) = data_key::seal_bytes(&cipher, &aad, text.as_bytes())?;
-            sealed.push(marker::sealed_marker(&live.key_id, &nonce, &ct));
+            let clear = marker::clear_text(m)?;
+            let aad = data_key::aad_for(tenant, subject, &live.key_id, clear.is_json());
+            let (nonce, ct) = data_key::seal_bytes(&cipher, &aad, clear.bytes())?;
+            sealed.push(marker::sealed_marker(
+                &live.key_id,
+                &nonce,
+                &ct,
+                clear.is_json(),
+            ));
         }
         let n = markers.len();
         for (m, s) in markers.into_iter().zip(sealed) {
@@ -90,7 +96,8 @@ impl SubjectCipher {
         Ok(n)
     }
 
-    /// Replaces every sealed marker with `{"$text": s}`, or
+    /// Replaces every sealed marker with `{"$text": s}` (or `{"$value": v}`
+    /// for a sealed JSON value), or
     /// `{"$erased": true}` when its key is gone. Returns how many sealed
     /// markers were replaced (opened or erased).
     ///
@@ -103,7 +110,7 @@ impl SubjectCipher {
         subject: &SubjectId,
         payload: &mut Value,
     ) -> Result<usize, CryptoError> {
-        let markers = marker::find_markers_mut(payload, SEALED);
+        let markers = marker::find_markers_mut(payload, &[SEALED]);
         if markers.is_empty() {
             return Ok(0);
         }
@@ -126,7 +133,7 @@ impl SubjectCipher {
             let value = match &keys[p.kid.as_str()] {
                 None => marker::erased_marker(),
                 Some(key) => {
-                    let aad = data_key::aad(tenant, subject, &p.kid);
+                    let aad = data_key::aad_for(tenant, subject, &p.kid, p.json);
                     let plain = data_key::open_bytes(&key.aead(), &aad, &p.nonce, &p.ct)
                         .ok_or_else(|| CryptoError::Tampered {
                             key_id: p.kid.clone(),
@@ -135,7 +142,14 @@ impl SubjectCipher {
                     // this crate (it only seals strings).
                     let text = String::from_utf8(plain)
                         .map_err(|_| CryptoError::MalformedMarker("sealed content is not UTF-8"))?;
-                    marker::text_marker(text)
+                    if p.json {
+                        let value = serde_json::from_str(&text).map_err(|_| {
+                            CryptoError::MalformedMarker("sealed value is not JSON")
+                        })?;
+                        marker::value_marker(value)
+                    } else {
+                        marker::text_marker(text)
+                    }
                 }
             };
             opened.push(value);
@@ -159,6 +173,56 @@ impl SubjectCipher {
         // failing, and a cache miss costs only a lookup.
         self.cache.evict(tenant, subject);
         result
+    }
+
+    /// The keyed token of `value` under the subject's live key, creating the
+    /// key on first use as [`SubjectCipher::seal`] does: for writes, which
+    /// store the token beside sealed content.
+    pub async fn token(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        purpose: TokenPurpose,
+        value: &str,
+    ) -> Result<String, CryptoError> {
+        Ok(self
+            .live_key(tenant, subject)
+            .await?
+            .key
+            .token(purpose, value))
+    }
+
+    /// Keyed tokens of many values under the subject's live key, creating
+    /// it on first use (one key lookup for all of them).
+    pub async fn tokens(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        purpose: TokenPurpose,
+        values: &[String],
+    ) -> Result<Vec<String>, CryptoError> {
+        if values.is_empty() {
+            return Ok(Vec::new());
+        }
+        let live = self.live_key(tenant, subject).await?;
+        Ok(values.iter().map(|v| live.key.token(purpose, v)).collect())
+    }
+
+    /// The keyed token of `value` under the subject's live key without
+    /// creating one: for queries. `None` when the subject has no key (never
+    /// had one, or was erased and nothing was written since), in which case
+    /// nothing stored can match.
+    pub async fn live_token(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        purpose: TokenPurpose,
+        value: &str,
+    ) -> Result<Option<String>, CryptoError> {
+        Ok(self
+            .existing_live_key(tenant, subject)
+            .await?
+            .map(|k| k.key.token(purpose, value)))
     }
 
     /// The generation of the key the subject's content is sealed under now,
@@ -187,6 +251,21 @@ impl SubjectCipher {
         // Not cached: a `None` must not be remembered, the next seal creates
         // a key.
         self.store.live_generation(tenant, subject).await
+    }
+
+    /// The live key when the subject has one, without creating it.
+    async fn existing_live_key(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<Option<KeyRef>, CryptoError> {
+        if let Some(k) = self.cache.live(tenant, subject) {
+            return Ok(Some(k));
+        }
+        if self.store.live_generation(tenant, subject).await?.is_none() {
+            return Ok(None);
+        }
+        self.live_key(tenant, subject).await.map(Some)
     }
 
     async fn live_key(
@@ -468,5 +547,75 @@ mod tests {
         let mut q = serde_json::json!({"$text": "y"});
         cipher.seal(&t, &a, &mut q).await.unwrap();
         assert_eq!(p["$sealed"]["kid"], q["$sealed"]["kid"]);
+    }
+
+    #[tokio::test]
+    async fn tokens_follow_the_live_key_and_queries_create_none() {
+        let cipher = SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new()));
+        let (t, a) = ids("a");
+        let tag = TokenPurpose::Tag;
+        assert_eq!(cipher.live_token(&t, &a, tag, "x").await.unwrap(), None);
+        assert_eq!(
+            cipher.live_generation(&t, &a).await.unwrap(),
+            None,
+            "a query made no key"
+        );
+        let written = cipher.token(&t, &a, tag, "x").await.unwrap();
+        assert_eq!(
+            cipher
+                .live_token(&t, &a, tag, "x")
+                .await
+                .unwrap()
+                .as_deref(),
+            Some(written.as_str())
+        );
+        let many = cipher
+            .tokens(&t, &a, tag, &["x".to_owned(), "y".to_owned()])
+            .await
+            .unwrap();
+        assert_eq!(many[0], written);
+        assert_ne!(many[1], written);
+        // Another subject's token for the same value differs.
+        let (_, b) = ids("b");
+        assert_ne!(cipher.token(&t, &b, tag, "x").await.unwrap(), written);
+        // After an erasure the subject has no key, so nothing matches; its
+        // next key makes other tokens.
+        cipher.destroy(&t, &a).await.unwrap();
+        assert_eq!(cipher.live_token(&t, &a, tag, "x").await.unwrap(), None);
+        assert_ne!(cipher.token(&t, &a, tag, "x").await.unwrap(), written);
+    }
+
+    #[tokio::test]
+    async fn json_values_are_sealed_and_open_back_as_values() {
+        let cipher = SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new()));
+        let (t, a) = ids("a");
+        let original = serde_json::json!({
+            "tags": {"$value": ["penicillin", "allergy"]},
+            "content": {"$text": "allergic to penicillin"},
+        });
+        let mut p = original.clone();
+        assert_eq!(cipher.seal(&t, &a, &mut p).await.unwrap(), 2);
+        assert!(!crate::contains_clear_text(&p));
+        assert!(!p.to_string().contains("penicillin"));
+        assert_eq!(p["tags"]["$sealed"]["enc"], "json");
+        let sealed = p.clone();
+        cipher.open(&t, &a, &mut p).await.unwrap();
+        assert_eq!(p, original);
+
+        // The encoding is authenticated: a value passed off as text fails.
+        let mut forged = sealed.clone();
+        forged["tags"]["$sealed"]
+            .as_object_mut()
+            .unwrap()
+            .remove("enc");
+        assert!(matches!(
+            cipher.open(&t, &a, &mut forged).await,
+            Err(CryptoError::Tampered { .. })
+        ));
+        // Erased like text once the key is gone.
+        cipher.destroy(&t, &a).await.unwrap();
+        let mut gone = sealed;
+        cipher.open(&t, &a, &mut gone).await.unwrap();
+        assert_eq!(gone["tags"], serde_json::json!({"$erased": true}));
     }
 }

@@ -47,6 +47,57 @@ impl DataKey {
     pub(crate) fn aead(&self) -> Aes256Gcm {
         Aes256Gcm::new(Key::<Aes256Gcm>::from_slice(&self.bytes[..]))
     }
+
+    /// A keyed token of `value` for `purpose` (see [`TokenPurpose`]):
+    /// HMAC-SHA256 under a key HKDF-derived from this data key, so the
+    /// token key is destroyed with the data key and never equals it (the
+    /// AES key is not reused as a MAC key). 128 bits of the MAC, base64url,
+    /// prefixed `tk1_` so a scan can tell tokens from text.
+    pub(crate) fn token(&self, purpose: TokenPurpose, value: &str) -> String {
+        use hmac::{Hmac, Mac};
+        let hk = hkdf::Hkdf::<sha2::Sha256>::new(None, &self.bytes[..]);
+        let mut mac_key = Zeroizing::new([0u8; 32]);
+        hk.expand(b"mnemo token key v1", &mut mac_key[..])
+            .expect("32 bytes is a valid HKDF-SHA256 output length");
+        let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(&mac_key[..])
+            .expect("HMAC takes a key of any length");
+        mac.update(purpose.label().as_bytes());
+        mac.update(&[0]);
+        mac.update(value.as_bytes());
+        let out = mac.finalize().into_bytes();
+        use base64::Engine as _;
+        format!(
+            "{TOKEN_PREFIX}{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&out[..16])
+        )
+    }
+}
+
+/// What every keyed token starts with.
+pub const TOKEN_PREFIX: &str = "tk1_";
+
+/// What a keyed token stands for. Part of the MAC input, so a tag and a
+/// session with the same text get different tokens and one cannot be
+/// matched against the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TokenPurpose {
+    /// A client's message id (deduplication of posted messages).
+    MessageId,
+    /// A memory tag (tag filters in the read model and the vector index).
+    Tag,
+    /// A conversation's session id (session filters, the consolidation
+    /// buffer's conversations).
+    Session,
+}
+
+impl TokenPurpose {
+    fn label(self) -> &'static str {
+        match self {
+            TokenPurpose::MessageId => "message_id",
+            TokenPurpose::Tag => "tag",
+            TokenPurpose::Session => "session",
+        }
+    }
 }
 
 impl PartialEq for DataKey {
@@ -117,6 +168,17 @@ pub(crate) fn aad(tenant: &TenantId, subject: &SubjectId, key_id: &str) -> Vec<u
     aad
 }
 
+/// The associated data of a sealed marker: [`aad`], plus `\0json` for a
+/// sealed JSON value, so a value's marker cannot be passed off as text (or
+/// the other way round) by editing its `enc` field.
+pub(crate) fn aad_for(tenant: &TenantId, subject: &SubjectId, key_id: &str, json: bool) -> Vec<u8> {
+    let mut aad = aad(tenant, subject, key_id);
+    if json {
+        aad.extend_from_slice(b"\0json");
+    }
+    aad
+}
+
 /// Encrypts with a fresh random nonce. Returns (nonce, ciphertext || tag).
 pub(crate) fn seal_bytes(
     cipher: &Aes256Gcm,
@@ -181,6 +243,23 @@ mod tests {
         assert!(open_bytes(&cipher, &aad(&t, &b, "k1"), &nonce, &ct).is_none());
         assert!(open_bytes(&cipher, &aad(&t2, &a, "k1"), &nonce, &ct).is_none());
         assert!(open_bytes(&cipher, &aad(&t, &a, "k2"), &nonce, &ct).is_none());
+    }
+
+    #[test]
+    fn tokens_are_keyed_per_key_and_purpose_and_hide_the_value() {
+        let key = DataKey::generate();
+        let a = key.token(TokenPurpose::Tag, "penicillin");
+        assert_eq!(a, key.token(TokenPurpose::Tag, "penicillin"), "stable");
+        assert!(a.starts_with(TOKEN_PREFIX) && a.len() == TOKEN_PREFIX.len() + 22);
+        assert!(!a.to_lowercase().contains("penicillin"));
+        assert_ne!(a, key.token(TokenPurpose::Session, "penicillin"));
+        assert_ne!(a, key.token(TokenPurpose::Tag, "penicillin "));
+        // Another key (the subject's next generation, or another subject):
+        // another token, so nothing links the two.
+        assert_ne!(
+            a,
+            DataKey::generate().token(TokenPurpose::Tag, "penicillin")
+        );
     }
 
     #[test]

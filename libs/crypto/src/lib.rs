@@ -31,6 +31,12 @@
 //!   generation, when; no key material) so the count survives the key.
 //!   Ids that must start afresh after an erasure (a client's message ids)
 //!   are derived with the generation.
+//! - **Keyed tokens.** What must be compared but not read (a client's
+//!   message ids for deduplication, tags and sessions for filters) is stored
+//!   as [`SubjectCipher::token`]: an HMAC under a key derived from the
+//!   subject's data key. Destroying the key makes every token of the
+//!   subject unlinkable to its value, and the next generation's tokens
+//!   differ, so nothing connects a subject's data across an erasure.
 //! - **Key hygiene.** [`MasterKey`] and [`DataKey`] wipe themselves on drop
 //!   (the AES/GHASH key schedules too, through the `zeroize` features), print
 //!   no bytes in `Debug`, are not `Clone`, and errors carry ids only. A
@@ -67,7 +73,7 @@ mod master;
 mod store;
 
 pub use cipher::{SubjectCipher, DEFAULT_CACHE_SUBJECTS, DEFAULT_CACHE_TTL};
-pub use data_key::{new_key_id, DataKey, KeyRef, LEGACY_GENERATION};
+pub use data_key::{new_key_id, DataKey, KeyRef, TokenPurpose, LEGACY_GENERATION, TOKEN_PREFIX};
 pub use error::CryptoError;
 pub use marker::contains_clear_text;
 pub use master::MasterKey;

@@ -13,6 +13,14 @@ use crate::data_key::{NONCE_LEN, TAG_LEN};
 use crate::CryptoError;
 
 pub(crate) const TEXT: &str = "$text";
+/// A clear JSON value of the subject's that is not prose: tags, a session
+/// id, a client's message id. Sealed like text (its JSON encoding is the
+/// plaintext) and opened back into the same JSON value.
+pub(crate) const VALUE: &str = "$value";
+/// Markers that are sealed: what the store refuses to see in the clear.
+pub(crate) const CLEAR: [&str; 2] = [TEXT, VALUE];
+/// The `enc` field of a sealed marker whose plaintext is a JSON value.
+pub(crate) const ENC_JSON: &str = "json";
 pub(crate) const SEALED: &str = "$sealed";
 pub(crate) const ERASED: &str = "$erased";
 /// The only algorithm sealed markers carry (JOSE's name for AES-256-GCM).
@@ -33,7 +41,7 @@ fn marker_value<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
 pub fn contains_clear_text(payload: &Value) -> bool {
     let mut stack = vec![payload];
     while let Some(v) = stack.pop() {
-        if marker_value(v, TEXT).is_some() {
+        if CLEAR.iter().any(|name| marker_value(v, name).is_some()) {
             return true;
         }
         match v {
@@ -52,20 +60,24 @@ pub fn contains_clear_text(payload: &Value) -> bool {
     false
 }
 
-/// Every node of the tree that is a `name` marker, as a mutable reference to
-/// the marker object itself (so it can be replaced whole). Does not descend
-/// into any marker.
-pub(crate) fn find_markers_mut<'a>(payload: &'a mut Value, name: &str) -> Vec<&'a mut Value> {
+/// Every node of the tree that is a marker named in `names`, as a mutable
+/// reference to the marker object itself (so it can be replaced whole).
+/// Does not descend into any marker.
+pub(crate) fn find_markers_mut<'a>(payload: &'a mut Value, names: &[&str]) -> Vec<&'a mut Value> {
     let mut out = Vec::new();
     let mut stack = vec![payload];
     while let Some(v) = stack.pop() {
-        if marker_value(v, name).is_some() {
+        if names.iter().any(|name| marker_value(v, name).is_some()) {
             out.push(v);
             continue;
         }
         match v {
             Value::Object(m) => {
-                if m.len() == 1 && [TEXT, SEALED, ERASED].iter().any(|k| m.contains_key(*k)) {
+                if m.len() == 1
+                    && [TEXT, VALUE, SEALED, ERASED]
+                        .iter()
+                        .any(|k| m.contains_key(*k))
+                {
                     continue;
                 }
                 stack.extend(m.values_mut());
@@ -77,16 +89,41 @@ pub(crate) fn find_markers_mut<'a>(payload: &'a mut Value, name: &str) -> Vec<&'
     out
 }
 
-/// The plaintext of a `{"$text": s}` marker.
-pub(crate) fn clear_text(marker: &Value) -> Result<&str, CryptoError> {
+/// What a clear marker seals: the text of `{"$text": s}`, or the JSON
+/// encoding of `{"$value": v}`.
+pub(crate) enum Clear<'a> {
+    Text(&'a str),
+    Json(String),
+}
+
+impl Clear<'_> {
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Clear::Text(s) => s.as_bytes(),
+            Clear::Json(s) => s.as_bytes(),
+        }
+    }
+
+    pub(crate) fn is_json(&self) -> bool {
+        matches!(self, Clear::Json(_))
+    }
+}
+
+/// The plaintext of a clear marker.
+pub(crate) fn clear_text(marker: &Value) -> Result<Clear<'_>, CryptoError> {
+    if let Some(v) = marker_value(marker, VALUE) {
+        return Ok(Clear::Json(v.to_string()));
+    }
     match marker_value(marker, TEXT) {
-        Some(Value::String(s)) => Ok(s),
+        Some(Value::String(s)) => Ok(Clear::Text(s)),
         _ => Err(CryptoError::MalformedMarker("$text value must be a string")),
     }
 }
 
 /// The parts of a `{"$sealed": {..}}` marker.
 pub(crate) struct Sealed {
+    /// The plaintext is a JSON value (`"enc": "json"`), opened as `$value`.
+    pub json: bool,
     pub kid: String,
     pub nonce: [u8; NONCE_LEN],
     pub ct: Vec<u8>,
@@ -134,16 +171,25 @@ pub(crate) fn parse_sealed(marker: &Value) -> Result<Sealed, CryptoError> {
         .ok_or(CryptoError::MalformedMarker(
             "$sealed ct must be base64 of ciphertext and tag",
         ))?;
+    let json = match inner.get("enc") {
+        None => false,
+        Some(Value::String(enc)) if enc == ENC_JSON => true,
+        Some(_) => return Err(CryptoError::MalformedMarker("$sealed enc must be \"json\"")),
+    };
     Ok(Sealed {
+        json,
         kid: kid.to_owned(),
         nonce,
         ct,
     })
 }
 
-pub(crate) fn sealed_marker(kid: &str, nonce: &[u8; NONCE_LEN], ct: &[u8]) -> Value {
+pub(crate) fn sealed_marker(kid: &str, nonce: &[u8; NONCE_LEN], ct: &[u8], json: bool) -> Value {
     let mut inner = Map::new();
     inner.insert("alg".into(), Value::from(ALG));
+    if json {
+        inner.insert("enc".into(), Value::from(ENC_JSON));
+    }
     inner.insert("kid".into(), Value::from(kid));
     inner.insert("nonce".into(), Value::from(B64.encode(nonce)));
     inner.insert("ct".into(), Value::from(B64.encode(ct)));
@@ -152,6 +198,10 @@ pub(crate) fn sealed_marker(kid: &str, nonce: &[u8; NONCE_LEN], ct: &[u8]) -> Va
 
 pub(crate) fn text_marker(text: String) -> Value {
     single(TEXT, Value::String(text))
+}
+
+pub(crate) fn value_marker(value: Value) -> Value {
+    single(VALUE, value)
 }
 
 pub(crate) fn erased_marker() -> Value {
@@ -178,6 +228,7 @@ mod tests {
         // A malformed clear marker still counts: it is not sealed.
         assert!(contains_clear_text(&json!({"a": {"$text": 5}})));
 
+        assert!(contains_clear_text(&json!({"tags": {"$value": ["a"]}})));
         assert!(!contains_clear_text(&json!({"a": "plain", "b": [1, 2]})));
         // Two keys: not a marker, just an object with a "$text" field.
         assert!(!contains_clear_text(&json!({"$text": "x", "other": 1})));
@@ -194,7 +245,7 @@ mod tests {
             v = Value::Array(vec![v]);
         }
         assert!(contains_clear_text(&v));
-        assert_eq!(find_markers_mut(&mut v, TEXT).len(), 1);
+        assert_eq!(find_markers_mut(&mut v, &[TEXT]).len(), 1);
         // Dropping a 100k-deep Value recurses in serde_json's Drop; unwind it
         // by hand so the test itself does not overflow.
         while let Value::Array(mut a) = v {
@@ -204,7 +255,7 @@ mod tests {
 
     #[test]
     fn sealed_marker_round_trips_and_rejects_bad_shapes() {
-        let m = sealed_marker("k1", &[3; NONCE_LEN], &[9; 20]);
+        let m = sealed_marker("k1", &[3; NONCE_LEN], &[9; 20], false);
         let p = parse_sealed(&m).unwrap();
         assert_eq!(
             (p.kid.as_str(), p.nonce, p.ct),
