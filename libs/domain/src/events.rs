@@ -31,11 +31,18 @@ pub enum Role {
 #[serde(deny_unknown_fields)]
 pub struct MessageReceived {
     /// The client's message id (or one we assigned), unique per subject.
+    /// Sealed (v2): a client may choose an e-mail address as an id.
+    #[serde(with = "crate::sealed::value")]
     pub message_id: String,
     pub role: Role,
     pub content: SubjectText,
     pub timestamp: DateTime<Utc>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Sealed (v2), like every client-chosen description of the subject.
+    #[serde(
+        with = "crate::sealed::value",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub session: Option<SessionId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentId>,
@@ -49,12 +56,23 @@ pub struct MemoryCreated {
     pub memory_id: MemoryId,
     pub kind: MemoryKind,
     pub content: SubjectText,
+    /// Sealed (v2): tags are often words of the content.
+    #[serde(
+        with = "crate::sealed::value",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub tags: Vec<String>,
     pub confidence: f32,
     pub importance: f32,
     pub state: MemoryState,
     pub provenance: Provenance,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Sealed (v2).
+    #[serde(
+        with = "crate::sealed::value",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub session: Option<SessionId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentId>,
@@ -70,7 +88,12 @@ pub struct MemoryRevised {
     pub content: Option<SubjectText>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<MemoryKind>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Sealed (v2).
+    #[serde(
+        with = "crate::sealed::value",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub tags: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f32>,
@@ -225,7 +248,12 @@ pub struct ReviewRequested {
     pub kind: MemoryKind,
     pub confidence: f32,
     pub source_event_ids: Vec<EventId>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Sealed (v3).
+    #[serde(
+        with = "crate::sealed::value",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub tags: Vec<String>,
     #[serde(default)]
     pub action: ProposedAction,
@@ -249,7 +277,12 @@ pub struct ReviewRequested {
     /// Who proposed it (strategy, model, prompt version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub producer: Option<Producer>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Sealed (v3).
+    #[serde(
+        with = "crate::sealed::value",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub session: Option<SessionId>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pii: PiiCounts,
@@ -284,7 +317,12 @@ pub struct ReviewResolved {
     /// An edit's kind and tags, when the reviewer changed them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<MemoryKind>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Sealed (v2).
+    #[serde(
+        with = "crate::sealed::value",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub tags: Option<Vec<String>>,
     /// The memory an approval or an edit created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -396,7 +434,12 @@ pub struct ExportGenerated {
 #[serde(deny_unknown_fields)]
 pub struct ConsolidationRequested {
     /// Only this session's messages; all of the subject's when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Sealed (v2).
+    #[serde(
+        with = "crate::sealed::value",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub session: Option<SessionId>,
 }
 
@@ -554,9 +597,9 @@ macro_rules! catalogue {
 }
 
 catalogue! {
-    MessageReceived(MessageReceived) = 1,
-    MemoryCreated(MemoryCreated) = 1,
-    MemoryRevised(MemoryRevised) = 1,
+    MessageReceived(MessageReceived) = 2,
+    MemoryCreated(MemoryCreated) = 2,
+    MemoryRevised(MemoryRevised) = 2,
     MemoryMerged(MemoryMerged) = 1,
     MemorySuperseded(MemorySuperseded) = 1,
     MemoryReinforced(MemoryReinforced) = 1,
@@ -564,12 +607,12 @@ catalogue! {
     MemoryRestored(MemoryStateChanged) = 1,
     MemoryDeleted(MemoryStateChanged) = 1,
     RelationAdded(RelationAdded) = 1,
-    ReviewRequested(ReviewRequested) = 2,
-    ReviewResolved(ReviewResolved) = 1,
+    ReviewRequested(ReviewRequested) = 3,
+    ReviewResolved(ReviewResolved) = 2,
     ProfileUpdated(ProfileUpdated) = 1,
     BatchConsolidated(BatchConsolidated) = 2,
     ExportGenerated(ExportGenerated) = 1,
-    ConsolidationRequested(ConsolidationRequested) = 1,
+    ConsolidationRequested(ConsolidationRequested) = 2,
     ErasureRequested(ErasureRequested) = 1,
     SubjectErased(SubjectErased) = 1,
 }
@@ -602,6 +645,16 @@ fn upcast_step(event_type: &str, version: u16, payload: &mut serde_json::Value) 
         ("ReviewRequested", 1) => Some(2),
         // Version 1 of BatchConsolidated had no `suspected_injections`: it
         // reads as 0, which it was (nothing was screened before v2).
+        // Sealed values (issue 11): the versions before held tags, session
+        // ids and message ids in plain form, which `sealed::value` still
+        // reads, so the step only moves the version. Their plain values are
+        // still in the stored events; an erasure redacts them.
+        ("MessageReceived", 1)
+        | ("MemoryCreated", 1)
+        | ("MemoryRevised", 1)
+        | ("ReviewResolved", 1)
+        | ("ConsolidationRequested", 1) => Some(2),
+        ("ReviewRequested", 2) => Some(3),
         ("BatchConsolidated", 1) => {
             if let Some(object) = payload.as_object_mut() {
                 object
@@ -949,7 +1002,7 @@ mod tests {
             session: None,
             pii: PiiCounts::new(),
         });
-        assert_eq!(event.schema_version(), 2);
+        assert_eq!(event.schema_version(), 3);
         let payload = event.to_payload();
         // The code and the signals are plain: no `$text` marker to seal.
         assert_eq!(payload["reason_code"], "suspected_injection");
@@ -1028,5 +1081,61 @@ mod tests {
         assert_eq!(memory.state, MemoryState::Deleted);
         assert_eq!(memory.version, 3);
         assert_eq!(memory.kind, MemoryKind::Preference);
+    }
+
+    #[test]
+    fn tags_sessions_and_message_ids_are_sealed_values_and_old_versions_still_read() {
+        let message = serde_json::json!({
+            "message_id": "jane.doe@example.com",
+            "role": "user",
+            "content": {"$text": "hello"},
+            "timestamp": "2026-01-02T03:04:05Z",
+            "session": "s-1",
+        });
+        let DomainEvent::MessageReceived(old) =
+            DomainEvent::decode("MessageReceived", 1, message).unwrap()
+        else {
+            panic!("a message")
+        };
+        assert_eq!(old.message_id, "jane.doe@example.com");
+        assert_eq!(old.session.as_ref().map(SessionId::as_str), Some("s-1"));
+        let now = DomainEvent::MessageReceived(old).to_payload();
+        assert_eq!(
+            now["message_id"],
+            serde_json::json!({"$value": "jane.doe@example.com"})
+        );
+        assert_eq!(now["session"], serde_json::json!({"$value": "s-1"}));
+        assert!(crate::sealed::plain_fields("MessageReceived", &now).is_empty());
+
+        let created = serde_json::json!({
+            "memory_id": MemoryId::new(),
+            "kind": "fact",
+            "content": {"$text": "allergic to penicillin"},
+            "tags": ["allergic", "penicillin"],
+            "confidence": 0.9,
+            "importance": 0.8,
+            "state": "active",
+            "provenance": {"source_event_ids": [], "producer": {"strategy": "rules", "version": "1"}},
+        });
+        let decoded = DomainEvent::decode("MemoryCreated", 1, created.clone()).unwrap();
+        let DomainEvent::MemoryCreated(c) = &decoded else {
+            panic!("a creation")
+        };
+        assert_eq!(c.tags, ["allergic", "penicillin"]);
+        assert_eq!(
+            crate::sealed::plain_fields("MemoryCreated", &created),
+            ["tags"],
+            "the v1 form is what the stores now refuse"
+        );
+        // Erased: the key is gone, so are the tags.
+        let mut erased = decoded.to_payload();
+        erased["tags"] = serde_json::json!({"$erased": true});
+        erased["content"] = serde_json::json!({"$erased": true});
+        let DomainEvent::MemoryCreated(e) =
+            DomainEvent::decode("MemoryCreated", 2, erased).unwrap()
+        else {
+            panic!("a creation")
+        };
+        assert!(e.tags.is_empty() && e.content.is_erased());
     }
 }

@@ -281,6 +281,20 @@ impl EventId {
     }
 }
 
+impl EventId {
+    /// The event id of a client's message, from the keyed token of its
+    /// message id (`mnemo_crypto::TokenPurpose::MessageId`, a MAC under a
+    /// key derived from the subject's data key).
+    ///
+    /// Unlike [`EventId::message`], nothing about the client's id can be
+    /// recovered from this one, not even by trying candidate ids: the
+    /// token needs the subject's key, which an erasure destroys. The token
+    /// already differs per key, so per generation.
+    pub fn message_token(tenant: &TenantId, subject: &SubjectId, token: &str) -> Self {
+        Self::derived(&["message-token", tenant.as_str(), subject.as_str(), token])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

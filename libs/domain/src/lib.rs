@@ -12,6 +12,7 @@ pub mod events;
 pub mod forgetting;
 pub mod ids;
 pub mod memory;
+pub mod sealed;
 pub mod signals;
 pub mod text;
 

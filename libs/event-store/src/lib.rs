@@ -155,3 +155,12 @@ pub trait EventStore: Send + Sync + 'static {
     /// so the relay can sleep without polling hard.
     async fn wait_for_append(&self, after_position: i64, timeout: Duration);
 }
+
+/// Whether an event about to be appended still holds subject data in the
+/// clear: a `$text` or `$value` marker that was not sealed, or a field that
+/// must be a sealed value (tags, session and message ids) in its plain form.
+/// Both stores refuse such an event.
+pub(crate) fn holds_clear_subject_data(event: &NewEvent) -> bool {
+    mnemo_crypto::contains_clear_text(&event.payload)
+        || !mnemo_domain::sealed::plain_fields(&event.event_type, &event.payload).is_empty()
+}

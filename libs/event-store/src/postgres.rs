@@ -394,10 +394,7 @@ impl EventStore for PostgresEventStore {
         if events.is_empty() {
             return Err(EventStoreError::EmptyAppend);
         }
-        if let Some(event) = events
-            .iter()
-            .find(|e| mnemo_crypto::contains_clear_text(&e.payload))
-        {
+        if let Some(event) = events.iter().find(|e| crate::holds_clear_subject_data(e)) {
             return Err(EventStoreError::UnsealedPayload {
                 event_type: event.event_type.clone(),
             });

@@ -387,6 +387,31 @@ where
         result,
         Err(EventStoreError::UnsealedPayload { .. })
     ));
+    // Tags, sessions and message ids are subject data too: refused in
+    // plain form, and as a clear `$value` marker.
+    for payload in [
+        json!({"message_id": "jane.doe@example.com"}),
+        json!({"session": "s-1"}),
+        json!({"message_id": {"$value": "jane.doe@example.com"}}),
+    ] {
+        let mut e = event("MessageReceived", None, "b");
+        e.payload = payload;
+        let result = store
+            .append(&t, "conversation-u", ExpectedVersion::Any, vec![e])
+            .await;
+        assert!(matches!(
+            result,
+            Err(EventStoreError::UnsealedPayload { .. })
+        ));
+    }
+    let mut e = event("MemoryCreated", None, "c");
+    e.payload = json!({"tags": ["penicillin"]});
+    assert!(matches!(
+        store
+            .append(&t, "memory-m", ExpectedVersion::Any, vec![e])
+            .await,
+        Err(EventStoreError::UnsealedPayload { .. })
+    ));
     assert!(store
         .read_stream(&t, "conversation-u")
         .await

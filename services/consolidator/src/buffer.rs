@@ -11,11 +11,15 @@ mod postgres;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresMessageBuffer;
 
-/// One conversation: a session of a subject ("" when messages have none).
+/// One conversation: a session of a subject.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Conversation {
     pub tenant: TenantId,
     pub subject: SubjectId,
+    /// The keyed token of the session id (`TokenPurpose::Session` under the
+    /// subject's key), "" when the messages have none: the buffer's tables
+    /// outlive nothing of the subject, but a session id is a value a client
+    /// chose, so it is not stored in the clear even here.
     pub session: String,
 }
 

@@ -24,8 +24,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::Utc;
 use mnemo_bus::{EventHandler, HandlerError};
+use mnemo_crypto::TokenPurpose;
 use mnemo_domain::events::{ConsolidationRequested, EventType};
-use mnemo_domain::{DomainEvent, RecordedEvent};
+use mnemo_domain::{DomainEvent, RecordedEvent, SubjectId};
+use mnemo_event_store::sealed::LogError;
 use tokio::sync::Mutex;
 
 use crate::buffer::Conversation;
@@ -107,6 +109,41 @@ impl Consolidator {
         Ok(drained)
     }
 
+    /// The keyed token of a posted message's session ("" when it has
+    /// none), or `None` when the message reads as erased: its subject was
+    /// erased before the message got here.
+    async fn session_token(
+        &self,
+        event: &RecordedEvent,
+        subject: &SubjectId,
+    ) -> Result<Option<String>, HandlerError> {
+        let log = &self.pipeline.log;
+        let decoded = log.decode(event.clone()).await.map_err(|e| match e {
+            LogError::Decode(_) => HandlerError::Permanent(e.to_string()),
+            other => retryable(other.into()),
+        })?;
+        let DomainEvent::MessageReceived(message) = decoded.event else {
+            return Err(HandlerError::Permanent("not a MessageReceived".into()));
+        };
+        if message.content.is_erased() {
+            return Ok(None);
+        }
+        let Some(session) = message.session else {
+            return Ok(Some(String::new()));
+        };
+        // The key exists (the content opened); `None` only if an erasure
+        // destroyed it since, and then the message is erased too.
+        log.cipher()
+            .live_token(
+                &event.tenant,
+                subject,
+                TokenPurpose::Session,
+                session.as_str(),
+            )
+            .await
+            .map_err(|e| retryable(LogError::from(e).into()))
+    }
+
     pub fn shortest_idle_timeout(&self) -> Duration {
         let policies = &self.pipeline.policies;
         policies
@@ -125,8 +162,11 @@ impl EventHandler for Consolidator {
         };
         match EventType::parse(&event.event_type) {
             Some(EventType::MessageReceived) => {
-                // Only the session is needed, and it is not sealed content.
-                let session = event.payload["session"].as_str().unwrap_or("").to_owned();
+                let Some(session) = self.session_token(event, subject).await? else {
+                    // Its subject was erased before it got here: nothing to
+                    // learn from, and nothing of it may be buffered.
+                    return Ok(());
+                };
                 let conversation = Conversation {
                     tenant: event.tenant.clone(),
                     subject: subject.clone(),
@@ -162,11 +202,27 @@ impl EventHandler for Consolidator {
                     .conversations(&event.tenant, subject)
                     .await
                     .map_err(|e| retryable(e.into()))?;
+                let wanted_session = match &request.session {
+                    None => None,
+                    Some(session) => Some(
+                        self.pipeline
+                            .log
+                            .cipher()
+                            .live_token(
+                                &event.tenant,
+                                subject,
+                                TokenPurpose::Session,
+                                session.as_str(),
+                            )
+                            .await
+                            .map_err(|e| retryable(LogError::from(e).into()))?
+                            .unwrap_or_default(),
+                    ),
+                };
                 for conversation in conversations {
-                    let wanted = request
-                        .session
+                    let wanted = wanted_session
                         .as_ref()
-                        .is_none_or(|s| s.as_str() == conversation.session);
+                        .is_none_or(|token| *token == conversation.session);
                     if wanted {
                         self.drain(&conversation).await.map_err(retryable)?;
                     }

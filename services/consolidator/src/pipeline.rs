@@ -896,11 +896,13 @@ impl<'a> Batch<'a> {
             // retriever (the idle sweeper starts a trace of its own).
             traceparent: mnemo_telemetry::current_traceparent(),
         };
-        let session = if self.conversation.session.is_empty() {
-            None
-        } else {
-            SessionId::parse(self.conversation.session.clone()).ok()
-        };
+        // The conversation knows its session by token only; the messages,
+        // opened, carry it in the clear.
+        let session = self
+            .messages
+            .iter()
+            .find_map(|m| m.session.as_deref())
+            .and_then(|s| SessionId::parse(s).ok());
         Stamp {
             conversation: self.conversation,
             producer,

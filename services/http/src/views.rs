@@ -94,12 +94,16 @@ impl<'a> MemoryView<'a> {
     }
 }
 
-/// Replaces subject text markers in an opened payload with plain values:
-/// `{"$text": s}` → `s`, `{"$erased": true}` → `null`.
+/// Replaces subject data markers in an opened payload with plain values:
+/// `{"$text": s}` → `s`, `{"$value": v}` → `v`, `{"$erased": true}` →
+/// `null`.
 pub fn unmark(value: &Value) -> Value {
     match value {
         Value::Object(object) if object.len() == 1 && object.contains_key("$text") => {
             object["$text"].clone()
+        }
+        Value::Object(object) if object.len() == 1 && object.contains_key("$value") => {
+            object["$value"].clone()
         }
         Value::Object(object) if object.len() == 1 && object.contains_key("$erased") => Value::Null,
         Value::Object(object) => Value::Object(
@@ -120,7 +124,10 @@ pub fn is_erased(value: &Value) -> bool {
             Value::Object(object) if object.len() == 1 && object.contains_key("$erased") => {
                 *erased = true
             }
-            Value::Object(object) if object.len() == 1 && object.contains_key("$text") => {
+            Value::Object(object)
+                if object.len() == 1
+                    && (object.contains_key("$text") || object.contains_key("$value")) =>
+            {
                 *text = true
             }
             Value::Object(object) => object.values().for_each(|v| walk(v, erased, text)),
@@ -188,5 +195,8 @@ mod tests {
         assert!(!is_erased(&opened));
         assert!(is_erased(&json!({"content": {"$erased": true}})));
         assert!(!is_erased(&json!({"count": 1})));
+        let values = json!({"tags": {"$value": ["a"]}, "session": {"$erased": true}});
+        assert_eq!(unmark(&values), json!({"tags": ["a"], "session": null}));
+        assert!(is_erased(&json!({"tags": {"$erased": true}})));
     }
 }

@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use mnemo_auth::{Principal, Scope};
+use mnemo_crypto::TokenPurpose;
 use mnemo_domain::events::{
     streams, ConsolidationRequested, ErasureRequested, MemoryCreated, MemoryRevised,
     MemoryStateChanged, MessageReceived, Role,
@@ -135,18 +136,28 @@ pub async fn ingest_messages(
         valid.push(message);
     }
 
-    // Same tenant, subject, key generation and client id → same event id:
-    // a retried request appends nothing twice. After an erasure the subject
-    // is at its next generation, so the same client ids are new messages
-    // rather than duplicates of what was erased. (Asked for once the batch
-    // is valid: it creates the subject's key, which the append would.)
-    let generation = key_generation(state, &tenant, &subject).await?;
+    // Same subject key and client id → same event id: a retried request
+    // appends nothing twice. After an erasure the subject has a new key, so
+    // the same client ids are new messages rather than duplicates of what
+    // was erased. (Asked for once the batch is valid: it creates the
+    // subject's key, which the append would.)
+    let client_ids: Vec<String> = valid
+        .iter()
+        .filter(|m| m.event_id.is_none())
+        .map(|m| m.message_id.clone())
+        .collect();
+    let mut event_ids = message_event_ids(state, &tenant, &subject, &client_ids)
+        .await?
+        .into_iter();
     let mut pending = Vec::with_capacity(valid.len());
     let mut ids = Vec::with_capacity(valid.len());
     for message in valid {
-        let event_id = message.event_id.unwrap_or_else(|| {
-            EventId::message(&tenant, &subject, generation, &message.message_id)
-        });
+        let event_id = match message.event_id {
+            Some(ours) => ours,
+            None => event_ids
+                .next()
+                .expect("one event id per client id, in order"),
+        };
         let mut scrub = ScrubSession::new(&state.scrubbers, &tenant, &state.metrics);
         let content = scrub.scrub(&message.content);
         let pii = scrub.finish();
@@ -182,19 +193,42 @@ pub async fn ingest_messages(
         .collect())
 }
 
-/// The generation of the subject's data key that content is sealed under
-/// now (created on first use, as the append would).
-async fn key_generation(
+/// The event ids of the subject's messages with these client ids, in
+/// order: derived from the ids' keyed tokens under the subject's live key
+/// (created on first use, as the append would).
+///
+/// A message appended before ids were keyed has the id
+/// [`EventId::message`] derived from the client's id itself; when that
+/// event is in the log it is the id, so a retry across the upgrade is still
+/// recognised as a duplicate. One point read per client id.
+async fn message_event_ids(
     state: &IngestState,
     tenant: &TenantId,
     subject: &SubjectId,
-) -> Result<u32, WriteError> {
-    Ok(state
-        .log
-        .cipher()
+    client_ids: &[String],
+) -> Result<Vec<EventId>, WriteError> {
+    if client_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let cipher = state.log.cipher();
+    let tokens = cipher
+        .tokens(tenant, subject, TokenPurpose::MessageId, client_ids)
+        .await
+        .map_err(LogError::from)?;
+    let generation = cipher
         .generation(tenant, subject)
         .await
-        .map_err(LogError::from)?)
+        .map_err(LogError::from)?;
+    let mut ids = Vec::with_capacity(client_ids.len());
+    for (client_id, token) in client_ids.iter().zip(&tokens) {
+        let legacy = EventId::message(tenant, subject, generation, client_id);
+        ids.push(if is_message(state, tenant, &legacy).await? {
+            legacy
+        } else {
+            EventId::message_token(tenant, subject, token)
+        });
+    }
+    Ok(ids)
 }
 
 /// Whether `event_id` is a message of the log, within the tenant.
@@ -209,30 +243,6 @@ async fn is_message(
         .get_event(tenant, event_id)
         .await?
         .is_some_and(|e| e.is(EventType::MessageReceived)))
-}
-
-/// Earlier key generations a source is looked for in. Each erasure starts a
-/// generation and erasures of one subject are rare; the bound keeps a
-/// subject erased over and over from making a bad source cost more.
-const ERASED_GENERATIONS_CHECKED: u32 = 16;
-
-/// Whether the client's `message_id` names a message of an earlier key
-/// generation of the subject: one posted before an erasure, whose content
-/// is gone. Every generation before the live one was destroyed.
-async fn posted_before_an_erasure(
-    state: &IngestState,
-    tenant: &TenantId,
-    subject: &SubjectId,
-    live: u32,
-    message_id: &str,
-) -> Result<bool, WriteError> {
-    for generation in (live.saturating_sub(ERASED_GENERATIONS_CHECKED)..live).rev() {
-        let event_id = EventId::message(tenant, subject, generation, message_id);
-        if is_message(state, tenant, &event_id).await? {
-            return Ok(true);
-        }
-    }
-    Ok(false)
 }
 
 // ---------------------------------------------------------------- memories
@@ -280,17 +290,13 @@ pub async fn create_memory(
         return Err(WriteError::TooManySources);
     }
     let mut source_event_ids = Vec::with_capacity(request.sources.len());
-    // The sources are the subject's messages of its current key generation,
-    // the one the memory is sealed under too.
-    let generation = key_generation(state, tenant, subject).await?;
-    for message_id in &request.sources {
-        let event_id = EventId::message(tenant, subject, generation, message_id);
+    // The sources are the subject's messages under its live key, the one
+    // the memory is sealed under too. A message posted before an erasure
+    // cannot be found: its id's token was made with the destroyed key, so
+    // it is as unknown as an id never posted (mnemo cannot tell the two
+    // apart, by design).
+    for event_id in message_event_ids(state, tenant, subject, &request.sources).await? {
         if !is_message(state, tenant, &event_id).await? {
-            // A message from before an erasure is gone, not unknown: a memory
-            // must not be made of it (nor claim it as provenance).
-            if posted_before_an_erasure(state, tenant, subject, generation, message_id).await? {
-                return Err(WriteError::SubjectErased);
-            }
             return Err(WriteError::UnknownSource);
         }
         if !source_event_ids.contains(&event_id) {
