@@ -7,6 +7,7 @@
 //! per-event list of fields that could drift.
 
 pub mod consolidation;
+pub mod dates;
 pub mod error;
 pub mod events;
 pub mod forgetting;
