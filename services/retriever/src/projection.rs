@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mnemo_bus::{EventHandler, HandlerError};
+use mnemo_crypto::{CryptoError, SubjectCipher, TokenPurpose};
 use mnemo_domain::{Memory, MemoryState, RecordedEvent, TenantId};
 use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
@@ -42,15 +43,49 @@ fn retryable(error: impl std::fmt::Display) -> HandlerError {
     HandlerError::Retryable(error.to_string())
 }
 
-/// The point payload of a memory: what search filters on.
-pub fn payload_of(tenant: &TenantId, memory: &Memory) -> PointPayload {
+/// The keyed tokens a memory's point carries instead of its tags and
+/// session: a vector index keeps the bytes of what it was given in its
+/// write-ahead log and segments, so it is given nothing it could leak.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PointTokens {
+    pub tags: Vec<String>,
+    pub session: Option<String>,
+}
+
+impl PointTokens {
+    /// The tokens of `memory`'s tags and session under its subject's key
+    /// (which exists: the memory's content was readable).
+    pub async fn of(
+        cipher: &SubjectCipher,
+        tenant: &TenantId,
+        memory: &Memory,
+    ) -> Result<Self, CryptoError> {
+        let subject = &memory.subject;
+        let tags = cipher
+            .tokens(tenant, subject, TokenPurpose::Tag, &memory.tags)
+            .await?;
+        let session = match &memory.session {
+            Some(s) => Some(
+                cipher
+                    .token(tenant, subject, TokenPurpose::Session, s.as_str())
+                    .await?,
+            ),
+            None => None,
+        };
+        Ok(PointTokens { tags, session })
+    }
+}
+
+/// The point payload of a memory: what search filters on, with its tags
+/// and session as `tokens`.
+pub fn payload_of(tenant: &TenantId, memory: &Memory, tokens: PointTokens) -> PointPayload {
     PointPayload {
         tenant: tenant.clone(),
         subject: memory.subject.clone(),
         kind: memory.kind,
-        tags: memory.tags.clone(),
+        tags: tokens.tags,
         state: memory.state,
-        session: memory.session.as_ref().map(ToString::to_string),
+        session: tokens.session,
         agent: memory.agent.as_ref().map(ToString::to_string),
         created_at: memory.created_at.timestamp(),
         updated_at: memory.updated_at.timestamp(),
@@ -63,6 +98,7 @@ pub async fn project(
     tenant: &TenantId,
     memory: &Memory,
     previous_content: Option<&str>,
+    cipher: &SubjectCipher,
     read_model: &dyn MemoryReadModel,
     embedder: &dyn Embedder,
     index: &dyn VectorIndex,
@@ -85,8 +121,11 @@ pub async fn project(
             .await
             .map_err(retryable)?;
     } else if previous_content == Some(content) {
+        let tokens = PointTokens::of(cipher, tenant, memory)
+            .await
+            .map_err(retryable)?;
         index
-            .update_payload(tenant, &memory.id, payload_of(tenant, memory))
+            .update_payload(tenant, &memory.id, payload_of(tenant, memory, tokens))
             .await
             .map_err(retryable)?;
     } else {
@@ -96,6 +135,9 @@ pub async fn project(
             .map_err(retryable)?
             .pop()
             .ok_or_else(|| retryable("the embedder returned no vector"))?;
+        let tokens = PointTokens::of(cipher, tenant, memory)
+            .await
+            .map_err(retryable)?;
         index
             .upsert(
                 tenant,
@@ -103,7 +145,7 @@ pub async fn project(
                     id: memory.id,
                     dense: vector,
                     text: content.to_owned(),
-                    payload: payload_of(tenant, memory),
+                    payload: payload_of(tenant, memory, tokens),
                 }],
             )
             .await
@@ -154,6 +196,7 @@ impl EventHandler for MemoryProjection {
             &event.tenant,
             &memory,
             previous_content,
+            self.log.cipher(),
             self.read_model.as_ref(),
             self.embedder.as_ref(),
             self.index.as_ref(),

@@ -20,7 +20,7 @@ use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_vector_index::{Point, VectorIndex};
 
-use crate::projection::payload_of;
+use crate::projection::{payload_of, PointTokens};
 
 /// How many events one `read_all` page holds.
 const PAGE: u32 = 1_000;
@@ -195,11 +195,14 @@ async fn index_chunk(
     // One upsert per tenant: the port refuses a batch mixing tenants.
     let mut by_tenant: Vec<(TenantId, Vec<Point>)> = Vec::new();
     for ((tenant, memory), dense) in live.into_iter().zip(vectors) {
+        let tokens = PointTokens::of(log.cipher(), &tenant, &memory)
+            .await
+            .map_err(|e| ReplayError::Log(e.to_string()))?;
         let point = Point {
             id: memory.id,
             dense,
             text: memory.content.as_text().unwrap_or_default().to_owned(),
-            payload: payload_of(&tenant, &memory),
+            payload: payload_of(&tenant, &memory, tokens),
         };
         match by_tenant.iter_mut().find(|(t, _)| *t == tenant) {
             Some((_, points)) => points.push(point),

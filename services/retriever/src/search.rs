@@ -6,6 +6,7 @@ use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use mnemo_auth::Scope;
 use mnemo_bus::{topics, OutgoingRecord};
+use mnemo_crypto::TokenPurpose;
 use std::collections::{HashMap, HashSet};
 
 use mnemo_domain::events::RelationKind;
@@ -20,7 +21,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::context::{build_query, estimate_tokens, format_block, profile_section, BlockLine};
-use crate::error::SearchError;
+use crate::error::{ReadError, SearchError};
 use crate::ranking::{rank, Candidate};
 use crate::review::Profile;
 use crate::RetrieverState;
@@ -197,6 +198,38 @@ pub struct FindRequest {
 
 /// Runs a ranked search for one subject, then follows premise and cause
 /// edges from the hits `expand_depth` hops back (see [`expand`]).
+/// What a tag or session filter asks for when the subject has no key: a
+/// token no value has, so the filter matches nothing (there is nothing of
+/// the subject to match).
+const NO_TOKEN: &str = "tk1_";
+
+/// The filter with its tags and session replaced by their keyed tokens
+/// under the subject's live key, which is how the index stores them.
+async fn with_tokens(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    subject: &SubjectId,
+    mut filter: SearchFilter,
+) -> Result<SearchFilter, SearchError> {
+    let cipher = state.log.cipher();
+    let token = |purpose, value: String| async move {
+        cipher
+            .live_token(tenant, subject, purpose, &value)
+            .await
+            .map(|t| t.unwrap_or_else(|| NO_TOKEN.to_owned()))
+            .map_err(|e| SearchError::Read(ReadError::Log(e.into())))
+    };
+    let mut tags = Vec::with_capacity(filter.tags.len());
+    for tag in std::mem::take(&mut filter.tags) {
+        tags.push(token(TokenPurpose::Tag, tag).await?);
+    }
+    filter.tags = tags;
+    if let Some(session) = filter.session.take() {
+        filter.session = Some(token(TokenPurpose::Session, session).await?);
+    }
+    Ok(filter)
+}
+
 pub async fn find_memories(
     state: &RetrieverState,
     request: FindRequest,
@@ -211,6 +244,7 @@ pub async fn find_memories(
         expand_depth,
     } = request;
     let (tenant, subject, query) = (&tenant, &subject, query.as_str());
+    let filter = with_tokens(state, tenant, subject, filter).await?;
     let dense = match mode {
         Mode::Keyword => None,
         Mode::Hybrid | Mode::Semantic => Some(

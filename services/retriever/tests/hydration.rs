@@ -182,7 +182,12 @@ impl Fixture {
                 id: memory.id,
                 dense: self.embedder.embed_one(&text),
                 text,
-                payload: mnemo_retriever::projection::payload_of(&self.tenant, memory),
+                // The fixture's memories have no tags and no session.
+                payload: mnemo_retriever::projection::payload_of(
+                    &self.tenant,
+                    memory,
+                    Default::default(),
+                ),
             };
             self.state
                 .index

@@ -669,7 +669,12 @@ async fn load(
                 id: memory.id,
                 dense: vector.clone(),
                 text: memory.content.as_text().unwrap_or_default().to_owned(),
-                payload: mnemo_retriever::projection::payload_of(&tenant, memory),
+                // The bench's memories have no tags and no session.
+                payload: mnemo_retriever::projection::payload_of(
+                    &tenant,
+                    memory,
+                    Default::default(),
+                ),
             })
             .collect();
         index.upsert(&tenant, points).await?;
