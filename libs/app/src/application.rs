@@ -21,6 +21,7 @@ use mnemo_consolidator::Consolidator;
 use mnemo_crypto::SubjectCipher;
 use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
+use mnemo_forgetter::legacy::LegacyLogRedaction;
 use mnemo_forgetter::retention::Retention;
 use mnemo_forgetter::targets::{PipelineStateErasure, ReadModelErasure, VectorIndexErasure};
 use mnemo_forgetter::usage::AccessSignals;
@@ -252,6 +253,10 @@ impl Application {
         let erasure = Arc::new(ErasureExecutor::new(
             self.log.clone(),
             vec![
+                Arc::new(LegacyLogRedaction {
+                    store: self.log.store().clone(),
+                    postgres: self.stores.sqlite_pool().is_none(),
+                }),
                 Arc::new(VectorIndexErasure(vectors.index.clone())),
                 Arc::new(PipelineStateErasure {
                     buffer: self.stores.buffer.clone(),

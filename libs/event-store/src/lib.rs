@@ -148,6 +148,18 @@ pub trait EventStore: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<RecordedEvent>, EventStoreError>;
 
+    /// Redacts what events of the subject stored before tags, session ids
+    /// and message ids were sealed still hold in plain form: those fields
+    /// become `{"$erased": true}` and the correlation id is dropped. The one
+    /// change the log accepts (its triggers refuse any other), and only an
+    /// erasure makes it, after the subject's key is destroyed. Returns how
+    /// many events changed; events already sealed are untouched.
+    async fn redact_legacy(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, EventStoreError>;
+
     /// The highest committed position (0 for an empty log).
     async fn head_position(&self) -> Result<i64, EventStoreError>;
 
@@ -164,3 +176,11 @@ pub(crate) fn holds_clear_subject_data(event: &NewEvent) -> bool {
     mnemo_crypto::contains_clear_text(&event.payload)
         || !mnemo_domain::sealed::plain_fields(&event.event_type, &event.payload).is_empty()
 }
+
+/// The SQL condition that selects events stored before their subject
+/// fields were sealed (the versions `mnemo_domain::sealed` reads in plain
+/// form), for [`EventStore::redact_legacy`].
+pub(crate) const LEGACY_PLAIN_EVENTS: &str =
+    "((event_type IN ('MessageReceived', 'MemoryCreated', \
+     'MemoryRevised', 'ReviewResolved', 'ConsolidationRequested') AND schema_version < 2) \
+     OR (event_type = 'ReviewRequested' AND schema_version < 3))";

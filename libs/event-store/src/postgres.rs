@@ -455,6 +455,30 @@ impl EventStore for PostgresEventStore {
         Self::decode_rows(rows)
     }
 
+    async fn redact_legacy(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, EventStoreError> {
+        // `events_redacted` is the function the update trigger checks
+        // against (migrations/postgres/0009_legacy_redaction.sql).
+        let sql = format!(
+            "UPDATE events SET payload = events_redacted(payload), \
+                 metadata = metadata - 'correlation_id' \
+             WHERE tenant_id = $1 AND subject_id = $2 AND {}",
+            crate::LEGACY_PLAIN_EVENTS
+        );
+        let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
+        let done = sqlx::query(&sql)
+            .bind(tenant.as_str())
+            .bind(subject.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        Ok(done.rows_affected())
+    }
+
     async fn get_event(
         &self,
         tenant: &TenantId,

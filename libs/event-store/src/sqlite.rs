@@ -330,6 +330,32 @@ impl EventStore for SqliteEventStore {
         Self::decode_rows(rows)
     }
 
+    async fn redact_legacy(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, EventStoreError> {
+        let _guard = self.write_lock.lock().await;
+        // The expression is the one the update trigger checks against
+        // (migrations/sqlite/0009_legacy_redaction.sql).
+        let done = sqlx::query(&format!(
+            "UPDATE events SET \
+                 payload = json_replace(payload, \
+                     '$.tags', json('{{\"$erased\":true}}'), \
+                     '$.session', json('{{\"$erased\":true}}'), \
+                     '$.message_id', json('{{\"$erased\":true}}')), \
+                 metadata = json_remove(metadata, '$.correlation_id') \
+             WHERE tenant_id = ? AND subject_id = ? AND {}",
+            crate::LEGACY_PLAIN_EVENTS
+        ))
+        .bind(tenant.as_str())
+        .bind(subject.as_str())
+        .execute(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(done.rows_affected())
+    }
+
     async fn get_event(
         &self,
         tenant: &TenantId,

@@ -161,3 +161,67 @@ async fn update_delete_and_truncate_are_refused_for_app_owner_and_superuser() {
     assert_eq!(stream.len(), 2);
     assert!(stream.iter().all(|e| e.metadata.actor == "alice"));
 }
+
+#[tokio::test]
+async fn an_erasure_redacts_legacy_plain_fields_and_the_log_refuses_any_other_update() {
+    let (db, store) = seeded().await;
+    let t = tenant("tenant-a");
+    let mut owner = db.owner_connection().await;
+    // Events as stored before tags, sessions and message ids were sealed
+    // (the adapter now refuses the plain form, so past it).
+    for (subject, payload) in [
+        (
+            "erased",
+            r#"{"tags": ["legacy-tag"], "session": "s-1", "content": {"$erased": true}}"#,
+        ),
+        ("kept", r#"{"tags": ["kept-tag"]}"#),
+    ] {
+        let mut tx = mnemo_pg::begin_tenant(&mut owner, &t).await.unwrap();
+        sqlx::query(
+            "INSERT INTO events (event_id, tenant_id, stream_id, stream_version, subject_id, \
+             event_type, schema_version, actor, payload, metadata, recorded_at) \
+             VALUES (gen_random_uuid()::text, $1, 'legacy-' || $2, 1, $2, 'MemoryCreated', 1, \
+             'alice', $3::jsonb, '{\"actor\": \"alice\", \"correlation_id\": \"jane@example.com\"}', now())",
+        )
+        .bind(t.as_str())
+        .bind(subject)
+        .bind(payload)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+    }
+    let erased = mnemo_domain::SubjectId::parse("erased").unwrap();
+    assert_eq!(store.redact_legacy(&t, &erased).await.unwrap(), 1);
+    let events = store.read_subject(&t, &erased).await.unwrap();
+    assert_eq!(
+        events[0].payload["tags"],
+        serde_json::json!({"$erased": true})
+    );
+    assert_eq!(
+        events[0].payload["session"],
+        serde_json::json!({"$erased": true})
+    );
+    assert_eq!(events[0].metadata.correlation_id, None);
+    assert_eq!(events[0].metadata.actor, "alice");
+    let kept = mnemo_domain::SubjectId::parse("kept").unwrap();
+    let other = store.read_subject(&t, &kept).await.unwrap();
+    assert_eq!(other[0].payload["tags"], serde_json::json!(["kept-tag"]));
+
+    // The app role may change payload and metadata only as the redaction
+    // does; the trigger refuses anything else, for the owner too.
+    let mut app = PgConnection::connect_with(&db.options_as(APP_ROLE))
+        .await
+        .unwrap();
+    for conn in [&mut app, &mut owner] {
+        for sql in [
+            "UPDATE events SET payload = '{}'::jsonb",
+            "UPDATE events SET payload = events_redacted(payload) || '{\"content\": 1}'::jsonb",
+            "UPDATE events SET metadata = '{}'::jsonb",
+        ] {
+            let mut tx = mnemo_pg::begin_tenant(conn, &t).await.unwrap();
+            let error = sqlx::query(sql).execute(&mut *tx).await.unwrap_err();
+            assert!(error.to_string().contains("append-only"), "{sql}: {error}");
+        }
+    }
+}

@@ -10,6 +10,7 @@
 //! exists does nothing, and the receipt's event id is derived from the
 //! erasure id so a crash between steps cannot produce two receipts.
 
+pub mod legacy;
 pub mod retention;
 pub mod targets;
 pub mod usage;
