@@ -77,13 +77,16 @@ async fn insert_legacy(store: &SqliteEventStore, subject: &str, event_type: &str
     sqlx::query(
         "INSERT INTO events (event_id, tenant_id, stream_id, stream_version, subject_id, \
          event_type, schema_version, actor, payload, metadata, recorded_at) \
-         VALUES (?, 't1', ?, 1, ?, ?, 1, 'a', ?, '{\"actor\":\"a\",\"correlation_id\":\"req-jane.doe@example.com\"}', 0)",
+         VALUES (?, 't1', ?, 1, ?, ?, 1, 'a', ?, ?, 0)",
     )
     .bind(mnemo_domain::EventId::new().to_string())
     .bind(format!("legacy-{}", mnemo_domain::EventId::new()))
     .bind(subject)
     .bind(event_type)
     .bind(payload)
+    .bind(format!(
+        r#"{{"actor":"a","correlation_id":"req-{subject}@example.com"}}"#
+    ))
     .execute(store.pool())
     .await
     .unwrap();
@@ -153,10 +156,15 @@ async fn an_erasure_redacts_the_plain_fields_of_legacy_events_and_nothing_else()
     mnemo_event_store::sqlite::checkpoint_truncate(store.pool())
         .await
         .unwrap();
-    for needle in [canary, "sess-canary-77", "jane.doe@example.com"] {
+    for needle in [
+        canary,
+        "sess-canary-77",
+        "jane.doe@example.com",
+        "req-erased@example.com",
+    ] {
         assert!(!found(needle), "{needle} survived the redaction");
     }
-    assert!(found("kept-tag-9"));
+    assert!(found("kept-tag-9") && found("req-kept@example.com"));
 
     // Any other change is still refused, the same redaction included when
     // it touches another column.
