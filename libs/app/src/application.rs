@@ -256,6 +256,8 @@ impl Application {
                 Arc::new(LegacyLogRedaction {
                     store: self.log.store().clone(),
                     postgres: self.stores.sqlite_pool().is_none(),
+                    // The in-process bus lives in the SQLite file.
+                    bus: self.stores.sqlite_pool(),
                 }),
                 Arc::new(VectorIndexErasure(vectors.index.clone())),
                 Arc::new(PipelineStateErasure {

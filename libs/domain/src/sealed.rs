@@ -71,6 +71,36 @@ pub fn sealed_fields(event_type: &str) -> &'static [&'static str] {
     }
 }
 
+/// Every field some event type held in plain form before it was sealed.
+pub const FORMERLY_PLAIN: [&str; 3] = ["tags", "session", "message_id"];
+
+/// Whether an event of this type and stored schema version predates the
+/// sealing of its tags, session and message ids, and so may hold them in
+/// plain form (what an erasure redacts).
+pub fn predates_sealing(event_type: &str, schema_version: u16) -> bool {
+    match event_type {
+        "MessageReceived"
+        | "MemoryCreated"
+        | "MemoryRevised"
+        | "ReviewResolved"
+        | "ConsolidationRequested" => schema_version < 2,
+        "ReviewRequested" => schema_version < 3,
+        _ => false,
+    }
+}
+
+/// Replaces the formerly plain fields present in `payload` with the erased
+/// marker: the redaction of an event that [`predates_sealing`].
+pub fn redact_formerly_plain(payload: &mut Value) {
+    if let Value::Object(map) = payload {
+        for field in FORMERLY_PLAIN {
+            if let Some(v) = map.get_mut(field) {
+                *v = serde_json::json!({"$erased": true});
+            }
+        }
+    }
+}
+
 /// The sealed-value fields of `payload` that are present in plain form
 /// (neither a `$value`, `$sealed` nor `$erased` marker). Empty for a
 /// well-formed payload.
@@ -136,6 +166,20 @@ mod tests {
 
         let unopened = json!({"tags": {"$sealed": {"alg": "A256GCM"}}});
         assert!(serde_json::from_value::<Holder>(unopened).is_err());
+    }
+
+    #[test]
+    fn the_versions_before_sealing_are_known_and_redacted() {
+        assert!(predates_sealing("MemoryCreated", 1));
+        assert!(!predates_sealing("MemoryCreated", 2));
+        assert!(predates_sealing("ReviewRequested", 2));
+        assert!(!predates_sealing("SubjectErased", 1));
+        let mut p = json!({"tags": ["x"], "message_id": "m", "kind": "fact"});
+        redact_formerly_plain(&mut p);
+        assert_eq!(
+            p,
+            json!({"tags": {"$erased": true}, "message_id": {"$erased": true}, "kind": "fact"})
+        );
     }
 
     #[test]

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use mnemo_config::{Limits, PiiSettings};
-use mnemo_crypto::{MasterKey, MemorySubjectKeyStore, SubjectCipher};
-use mnemo_domain::events::{streams, ErasureReceipt, Role, SubjectErased};
+use mnemo_crypto::{MasterKey, MemorySubjectKeyStore, SubjectCipher, TokenPurpose};
+use mnemo_domain::events::{streams, ErasureReceipt, MessageReceived, Role, SubjectErased};
 use mnemo_domain::{
     Classified, DomainEvent, ErasureId, ErrorClass, EventId, EventMetadata, MemoryKind, SubjectId,
-    TenantId,
+    SubjectText, TenantId,
 };
 use mnemo_event_store::sealed::{Pending, SealedLog};
 use mnemo_event_store::ExpectedVersion;
@@ -241,8 +241,10 @@ async fn after_an_erasure_the_same_message_ids_are_new_messages() {
         assert_ne!(old.event.event_id, new.event.event_id);
     }
     assert_eq!(appended(&state, "MessageReceived"), 4);
-    // The ids are the subject's second generation's.
-    assert_eq!(
+    // The ids come from the keyed token of the client's id under the
+    // subject's new key, not from the id itself.
+    assert_eq!(after[0].event.event_id, message_id_now(&state, "m1").await);
+    assert_ne!(
         after[0].event.event_id,
         EventId::message(&acme(), &subject(), 2, "m1")
     );
@@ -255,8 +257,79 @@ async fn after_an_erasure_the_same_message_ids_are_new_messages() {
     assert_eq!(appended(&state, "MessageReceived"), 4);
 }
 
+/// The event id a client's message id maps to under the subject's live key.
+async fn message_id_now(state: &IngestState, client_id: &str) -> EventId {
+    let token = state
+        .log
+        .cipher()
+        .token(&acme(), &subject(), TokenPurpose::MessageId, client_id)
+        .await
+        .unwrap();
+    EventId::message_token(&acme(), &subject(), &token)
+}
+
 #[tokio::test]
-async fn a_source_from_before_an_erasure_is_gone_and_appends_nothing() {
+async fn a_message_stored_under_the_unkeyed_id_is_still_a_duplicate_when_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = state(&dir).await;
+    // As appended before message ids were keyed: the event id derived from
+    // the client's id itself.
+    let generation = state
+        .log
+        .cipher()
+        .generation(&acme(), &subject())
+        .await
+        .unwrap();
+    let legacy = EventId::message(&acme(), &subject(), generation, "m-old");
+    state
+        .log
+        .append_one(
+            &acme(),
+            &streams::conversation(&subject()),
+            ExpectedVersion::Any,
+            Pending {
+                event_id: legacy,
+                subject: Some(subject()),
+                event: DomainEvent::MessageReceived(MessageReceived {
+                    message_id: "m-old".into(),
+                    role: Role::User,
+                    content: SubjectText::new("before the upgrade"),
+                    timestamp: Utc::now(),
+                    session: None,
+                    agent: None,
+                    pii: BTreeMap::new(),
+                }),
+                metadata: metadata(),
+            },
+        )
+        .await
+        .unwrap();
+    let retried = write::ingest_messages(
+        &state,
+        messages(vec![
+            message("m-old", "before the upgrade"),
+            message("m-new", "after"),
+        ]),
+    )
+    .await
+    .unwrap();
+    assert!(retried[0].event.duplicate);
+    assert_eq!(retried[0].event.event_id, legacy);
+    assert!(!retried[1].event.duplicate);
+    assert_eq!(
+        retried[1].event.event_id,
+        message_id_now(&state, "m-new").await
+    );
+    assert_eq!(appended(&state, "MessageReceived"), 2);
+    // A memory may still name it as a source.
+    let memory = write::create_memory(&state, memory_from(&["m-old"]))
+        .await
+        .unwrap();
+    assert_eq!(memory.provenance.source_event_ids, [legacy]);
+}
+
+#[tokio::test]
+async fn a_source_from_before_an_erasure_is_unknown_and_appends_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let state = state(&dir).await;
     write::ingest_messages(&state, messages(vec![message("old", "before")]))
@@ -270,14 +343,13 @@ async fn a_source_from_before_an_erasure_is_gone_and_appends_nothing() {
         .await
         .unwrap();
 
+    // Its id's token was made with the destroyed key: mnemo cannot tell it
+    // from an id never posted, by design.
     let gone = write::create_memory(&state, memory_from(&["new", "old"]))
         .await
         .err()
         .unwrap();
-    assert_eq!(
-        (gone.class(), gone.code()),
-        (ErrorClass::Gone, "subject_erased")
-    );
+    assert_eq!(gone.code(), "unknown_source");
     let unknown = write::create_memory(&state, memory_from(&["never-posted"]))
         .await
         .err()
@@ -291,7 +363,7 @@ async fn a_source_from_before_an_erasure_is_gone_and_appends_nothing() {
         .unwrap();
     assert_eq!(
         memory.provenance.source_event_ids,
-        [EventId::message(&acme(), &subject(), 2, "new")]
+        [message_id_now(&state, "new").await]
     );
 }
 
