@@ -368,7 +368,10 @@ async fn consolidating_an_erased_subject_with_nothing_posted_since_is_gone() {
     let before = event_count(&app, "acme").await;
     assert_error(consolidate(&app, &token, "u").await, 410, "subject_erased").await;
     assert_eq!(event_count(&app, "acme").await, before);
-    // A memory citing a message from before the erasure is refused too.
+    // A memory citing a message from before the erasure is refused too:
+    // that id's token was made with the destroyed key, so it is as unknown
+    // as one never posted (mnemo cannot tell them apart, by design). The
+    // refusal makes no key, so consolidating is still gone afterwards.
     let from_before = app
         .create_memory(
             &token,
@@ -376,8 +379,9 @@ async fn consolidating_an_erased_subject_with_nothing_posted_since_is_gone() {
             json!({"content": "lives in Lyon", "kind": "fact", "sources": ["m1"]}),
         )
         .await;
-    assert_error(from_before, 410, "subject_erased").await;
+    assert_error(from_before, 422, "unknown_source").await;
     assert_eq!(event_count(&app, "acme").await, before);
+    assert_error(consolidate(&app, &token, "u").await, 410, "subject_erased").await;
 }
 
 /// Polls until the subject's memories mention each of `topics`.

@@ -2,6 +2,7 @@
 //! dir, driven over real HTTP.
 
 mod bad_input;
+mod canary;
 mod erasure;
 mod helpers;
 mod injection;

@@ -215,12 +215,49 @@ async fn message_event_ids(
         .tokens(tenant, subject, TokenPurpose::MessageId, client_ids)
         .await
         .map_err(LogError::from)?;
+    event_ids_of(state, tenant, subject, client_ids, &tokens).await
+}
+
+/// [`message_event_ids`] of messages that must already exist (a memory's
+/// sources): `None` when the subject has no key, so has no messages, and
+/// no key is made for a request that will be refused.
+async fn existing_message_event_ids(
+    state: &IngestState,
+    tenant: &TenantId,
+    subject: &SubjectId,
+    client_ids: &[String],
+) -> Result<Option<Vec<EventId>>, WriteError> {
+    let cipher = state.log.cipher();
+    let mut tokens = Vec::with_capacity(client_ids.len());
+    for id in client_ids {
+        match cipher
+            .live_token(tenant, subject, TokenPurpose::MessageId, id)
+            .await
+            .map_err(LogError::from)?
+        {
+            Some(token) => tokens.push(token),
+            None => return Ok(None),
+        }
+    }
+    event_ids_of(state, tenant, subject, client_ids, &tokens)
+        .await
+        .map(Some)
+}
+
+async fn event_ids_of(
+    state: &IngestState,
+    tenant: &TenantId,
+    subject: &SubjectId,
+    client_ids: &[String],
+    tokens: &[String],
+) -> Result<Vec<EventId>, WriteError> {
+    let cipher = state.log.cipher();
     let generation = cipher
         .generation(tenant, subject)
         .await
         .map_err(LogError::from)?;
     let mut ids = Vec::with_capacity(client_ids.len());
-    for (client_id, token) in client_ids.iter().zip(&tokens) {
+    for (client_id, token) in client_ids.iter().zip(tokens) {
         let legacy = EventId::message(tenant, subject, generation, client_id);
         ids.push(if is_message(state, tenant, &legacy).await? {
             legacy
@@ -295,7 +332,14 @@ pub async fn create_memory(
     // cannot be found: its id's token was made with the destroyed key, so
     // it is as unknown as an id never posted (mnemo cannot tell the two
     // apart, by design).
-    for event_id in message_event_ids(state, tenant, subject, &request.sources).await? {
+    let sources = if request.sources.is_empty() {
+        Vec::new()
+    } else {
+        existing_message_event_ids(state, tenant, subject, &request.sources)
+            .await?
+            .ok_or(WriteError::UnknownSource)?
+    };
+    for event_id in sources {
         if !is_message(state, tenant, &event_id).await? {
             return Err(WriteError::UnknownSource);
         }
