@@ -106,22 +106,39 @@ pub(crate) struct StoredRow {
 /// sealed rows opened (dropped when their key is gone), legacy rows kept
 /// only while their subject has a live key.
 ///
-/// Keys come from the cipher's cache, so a page of one subject's rows costs
-/// at most one key-store lookup for the key they were sealed under (and one
-/// per distinct subject of legacy rows).
+/// The sealed blobs of each subject are opened in one call, so a page of
+/// one subject's rows costs one key lookup at most (none when the cipher
+/// has the key cached), and one per distinct subject of legacy rows.
 pub(crate) async fn reveal(
     cipher: &SubjectCipher,
     tenant: &TenantId,
     rows: Vec<StoredRow>,
 ) -> Result<Vec<Memory>, ReadModelError> {
+    let mut by_subject: HashMap<&SubjectId, Vec<usize>> = HashMap::new();
+    for (i, row) in rows.iter().enumerate() {
+        if row.sealed.is_some() {
+            by_subject.entry(&row.memory.subject).or_default().push(i);
+        }
+    }
+    let mut opened: Vec<Option<Option<SubjectFields>>> = Vec::new();
+    opened.resize_with(rows.len(), || None);
+    for (subject, indexes) in by_subject {
+        let blobs = indexes
+            .iter()
+            .map(|&i| rows[i].sealed.as_deref().unwrap_or_default());
+        let fields = open_all(cipher, tenant, subject, blobs).await?;
+        for (i, fields) in indexes.into_iter().zip(fields) {
+            opened[i] = Some(fields);
+        }
+    }
+
     let mut legacy_live: HashMap<SubjectId, bool> = HashMap::new();
     let mut out = Vec::with_capacity(rows.len());
-    for StoredRow { mut memory, sealed } in rows {
-        match sealed {
-            Some(sealed) => {
-                let Some(fields) = open(cipher, tenant, &memory.subject, &sealed).await? else {
-                    continue;
-                };
+    for (StoredRow { mut memory, .. }, opened) in rows.into_iter().zip(opened) {
+        match opened {
+            // Sealed, and its key is gone.
+            Some(None) => continue,
+            Some(Some(fields)) => {
                 memory.content = SubjectText::Text(fields.content);
                 memory.tags = fields.tags;
                 memory.session = fields
@@ -130,6 +147,7 @@ pub(crate) async fn reveal(
                     .transpose()
                     .map_err(|_| ReadModelError::Corrupt("sealed session".into()))?;
             }
+            // Legacy: clear columns.
             None => {
                 let live = match legacy_live.get(&memory.subject) {
                     Some(live) => *live,
@@ -183,29 +201,44 @@ where
     Ok(out)
 }
 
-/// The subject fields of a sealed blob, or `None` when its key is gone.
-async fn open(
+/// The subject fields of one subject's sealed blobs, in order, `None` for
+/// each whose key is gone: one `open` over all of them.
+async fn open_all<'a>(
     cipher: &SubjectCipher,
     tenant: &TenantId,
     subject: &SubjectId,
-    sealed: &str,
-) -> Result<Option<SubjectFields>, ReadModelError> {
+    blobs: impl Iterator<Item = &'a str>,
+) -> Result<Vec<Option<SubjectFields>>, ReadModelError> {
     let corrupt = || ReadModelError::Corrupt("sealed".into());
-    let mut blob: Value = serde_json::from_str(sealed).map_err(|_| corrupt())?;
-    if cipher.open(tenant, subject, &mut blob).await? != 1 {
+    let blobs = blobs
+        .map(serde_json::from_str)
+        .collect::<Result<Vec<Value>, _>>()
+        .map_err(|_| corrupt())?;
+    let count = blobs.len();
+    let mut batch = Value::Array(blobs);
+    // Each blob is one sealed marker, and nothing else is.
+    if cipher.open(tenant, subject, &mut batch).await? != count {
         return Err(corrupt());
     }
-    let Value::Object(mut marker) = blob else {
+    let Value::Array(opened) = batch else {
         return Err(corrupt());
     };
-    if marker.len() != 1 {
-        return Err(corrupt());
-    }
-    if marker.get("$erased") == Some(&Value::Bool(true)) {
-        return Ok(None);
-    }
-    let fields = marker.remove("$value").ok_or_else(corrupt)?;
-    serde_json::from_value(fields)
-        .map(Some)
-        .map_err(|_| corrupt())
+    opened
+        .into_iter()
+        .map(|blob| {
+            let Value::Object(mut marker) = blob else {
+                return Err(corrupt());
+            };
+            if marker.len() != 1 {
+                return Err(corrupt());
+            }
+            if marker.get("$erased") == Some(&Value::Bool(true)) {
+                return Ok(None);
+            }
+            let fields = marker.remove("$value").ok_or_else(corrupt)?;
+            serde_json::from_value(fields)
+                .map(Some)
+                .map_err(|_| corrupt())
+        })
+        .collect()
 }

@@ -151,3 +151,98 @@ async fn subject_data_is_never_in_the_file_in_clear() {
         .unwrap();
     assert!(on_disk(&db, &canary), "the scan sees what SQLite writes");
 }
+
+/// A key store that counts what it is asked.
+#[derive(Default)]
+struct CountingKeys {
+    inner: mnemo_crypto::MemorySubjectKeyStore,
+    lookups: std::sync::atomic::AtomicUsize,
+}
+
+impl CountingKeys {
+    fn lookups(&self) -> usize {
+        self.lookups.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn count(&self) {
+        self.lookups
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl mnemo_crypto::SubjectKeyStore for CountingKeys {
+    async fn get_or_create(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<mnemo_crypto::KeyRef, mnemo_crypto::CryptoError> {
+        self.count();
+        self.inner.get_or_create(tenant, subject).await
+    }
+
+    async fn get(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        key_id: &str,
+    ) -> Result<Option<std::sync::Arc<mnemo_crypto::DataKey>>, mnemo_crypto::CryptoError> {
+        self.count();
+        self.inner.get(tenant, subject, key_id).await
+    }
+
+    async fn destroy(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u32, mnemo_crypto::CryptoError> {
+        self.inner.destroy(tenant, subject).await
+    }
+
+    async fn live_generation(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<Option<u32>, mnemo_crypto::CryptoError> {
+        self.count();
+        self.inner.live_generation(tenant, subject).await
+    }
+}
+
+/// Hydrating 40 search hits asks the key store once, not once per row:
+/// the cipher caches the key, and the adapter opens every row through the
+/// one cipher it was given. (The opening is the same code on PostgreSQL.)
+#[tokio::test]
+async fn a_page_of_one_subject_costs_one_key_lookup() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = mnemo_event_store::sqlite::connect(&dir.path().join("m.db"))
+        .await
+        .unwrap();
+    let keys = std::sync::Arc::new(CountingKeys::default());
+    let writer = SqliteMemoryReadModel::new(
+        pool.clone(),
+        std::sync::Arc::new(mnemo_crypto::SubjectCipher::new(keys.clone())),
+    );
+    let t = TenantId::parse("t1").unwrap();
+    let mut ids = Vec::new();
+    for n in 0..40 {
+        let m = memory("s1", MemoryKind::Fact, &format!("fact {n}"), &["x"]);
+        writer.upsert(&t, &m).await.unwrap();
+        ids.push(m.id);
+    }
+    // A reader with a cold cache, as after a restart.
+    let reader = SqliteMemoryReadModel::new(
+        pool,
+        std::sync::Arc::new(mnemo_crypto::SubjectCipher::new(keys.clone())),
+    );
+    let before = keys.lookups();
+    assert_eq!(reader.get_many(&t, &ids).await.unwrap().len(), 40);
+    assert_eq!(keys.lookups() - before, 1, "one lookup for 40 rows");
+    let s1 = SubjectId::parse("s1").unwrap();
+    let page = MemoryFilter {
+        limit: 40,
+        ..Default::default()
+    };
+    assert_eq!(reader.list(&t, &s1, &page).await.unwrap().len(), 40);
+    assert_eq!(keys.lookups() - before, 1, "and none more for a page");
+}
