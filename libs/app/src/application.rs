@@ -18,7 +18,6 @@ use mnemo_consolidator::pipeline::Pipeline;
 use mnemo_consolidator::rules::RuleStrategy;
 use mnemo_consolidator::strategy::ConsolidationStrategy;
 use mnemo_consolidator::Consolidator;
-use mnemo_crypto::SubjectCipher;
 use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_forgetter::legacy::LegacyLogRedaction;
@@ -90,10 +89,7 @@ impl Application {
         let master = Arc::new(load_master_key(&settings)?);
         let metrics = Arc::new(Metrics::new().context("cannot register metrics")?);
         let stores = Arc::new(Stores::open(&settings, master.clone()).await?);
-        let log = SealedLog::new(
-            stores.store.clone(),
-            Arc::new(SubjectCipher::new(stores.keys.clone())),
-        );
+        let log = SealedLog::new(stores.store.clone(), stores.cipher.clone());
         let bus = open_bus(&settings, &stores).await?;
         let relay = Arc::new(Relay::new(
             stores.store.clone(),

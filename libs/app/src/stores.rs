@@ -26,6 +26,10 @@ use sqlx::SqlitePool;
 pub struct Stores {
     pub store: Arc<dyn EventStore>,
     pub keys: Arc<dyn SubjectKeyStore>,
+    /// The process's one cipher over `keys`: the sealed log and the read
+    /// model share it, so an erasure through the log evicts the keys the
+    /// read model opens rows with, and its cache serves both.
+    pub cipher: Arc<SubjectCipher>,
     pub checkpoints: Arc<dyn CheckpointStore>,
     pub read_model: Arc<dyn MemoryReadModel>,
     pub buffer: Arc<dyn MessageBuffer>,
@@ -48,11 +52,15 @@ impl Stores {
                 let pool = sqlite::connect(&settings.database_file())
                     .await
                     .context("cannot open the database")?;
+                let keys: Arc<dyn SubjectKeyStore> =
+                    Arc::new(SqliteSubjectKeyStore::new(pool.clone(), master));
+                let cipher = Arc::new(SubjectCipher::new(keys.clone()));
                 Ok(Stores {
                     store: Arc::new(SqliteEventStore::new(pool.clone()).await?),
-                    keys: Arc::new(SqliteSubjectKeyStore::new(pool.clone(), master)),
+                    keys,
+                    cipher: cipher.clone(),
                     checkpoints: Arc::new(SqliteCheckpointStore::new(pool.clone())),
-                    read_model: Arc::new(SqliteMemoryReadModel::new(pool.clone())),
+                    read_model: Arc::new(SqliteMemoryReadModel::new(pool.clone(), cipher)),
                     buffer: Arc::new(SqliteMessageBuffer::new(pool.clone())),
                     usage: Arc::new(SqliteUsageStore::new(pool.clone())),
                     backend: Backend::Sqlite(pool),
@@ -71,21 +79,24 @@ impl Stores {
                 let system = mnemo_pg::SystemPool::connect(&system_url, 4)
                     .await
                     .context("cannot connect to PostgreSQL as the system role")?;
+                let keys: Arc<dyn SubjectKeyStore> = Arc::new(
+                    mnemo_crypto::PostgresSubjectKeyStore::new(tenant.clone(), master),
+                );
+                let cipher = Arc::new(SubjectCipher::new(keys.clone()));
                 Ok(Stores {
                     store: Arc::new(mnemo_event_store::postgres::PostgresEventStore::new(
                         tenant.clone(),
                         system.clone(),
                     )),
-                    keys: Arc::new(mnemo_crypto::PostgresSubjectKeyStore::new(
-                        tenant.clone(),
-                        master,
-                    )),
+                    keys,
+                    cipher: cipher.clone(),
                     checkpoints: Arc::new(mnemo_bus::postgres::PostgresCheckpointStore::new(
                         system.clone(),
                     )),
                     read_model: Arc::new(mnemo_read_model::postgres::PostgresMemoryReadModel::new(
                         tenant.clone(),
                         system.clone(),
+                        cipher,
                     )),
                     buffer: Arc::new(mnemo_consolidator::buffer::PostgresMessageBuffer::new(
                         tenant.clone(),
@@ -164,10 +175,7 @@ fn with_user(url: &str, user: &str) -> anyhow::Result<String> {
 pub async fn open_log(settings: &Settings) -> anyhow::Result<(SealedLog, Stores)> {
     let master = Arc::new(load_master_key(settings)?);
     let stores = Stores::open(settings, master).await?;
-    let log = SealedLog::new(
-        stores.store.clone(),
-        Arc::new(SubjectCipher::new(stores.keys.clone())),
-    );
+    let log = SealedLog::new(stores.store.clone(), stores.cipher.clone());
     Ok((log, stores))
 }
 

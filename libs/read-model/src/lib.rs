@@ -1,17 +1,31 @@
 //! The memory read model: the current state of each memory, kept by the
-//! retriever's projection and used for listing (and, later, search
-//! filters). It is a cache of the log: every row can be rebuilt by replay,
-//! and an erasure deletes the subject's rows physically.
+//! retriever's projection and used for listing and for hydrating search
+//! hits. It is a cache of the log: every row can be rebuilt by replay, and
+//! an erasure deletes the subject's rows.
 //!
-//! Only readable content is stored: a memory whose content reads as erased
+//! Key decision: the subject's data is stored sealed (`sealed.rs`). What
+//! came from the subject's conversation or a client's choice (content,
+//! tags, session) is one blob sealed under the subject's data key, and tags
+//! are filtered through keyed tokens; ids, kinds, states, numbers and times
+//! stay in clear for the queries. So destroying the key erases the rows'
+//! content at once, also the bytes a DELETE leaves behind on disk (dead
+//! tuples on PostgreSQL, WAL, backups); deleting the rows is tidying up.
+//! A row whose blob opens as erased is never served. The adapters take the
+//! process's one `SubjectCipher`, whose key cache keeps a page of rows to
+//! one key lookup.
+//!
+//! Only readable content is written: a memory whose content reads as erased
 //! is deleted, never written, so a late event cannot bring an erased
 //! subject's row back.
 
 use async_trait::async_trait;
+use mnemo_crypto::CryptoError;
 use mnemo_domain::{Memory, MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
 
 #[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod sealed;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 
@@ -33,8 +47,22 @@ pub enum ReadModelError {
     ErasedContent,
     #[error("read model row is corrupt: {0}")]
     Corrupt(String),
+    /// Sealing or opening a row's subject fields failed for another reason
+    /// than the key store being unreachable (that is `Backend`): a wrong
+    /// master key, a ciphertext that fails authentication.
+    #[error("read model content could not be sealed or opened: {0}")]
+    Crypto(#[source] CryptoError),
     #[error("read model backend failed: {0}")]
     Backend(String),
+}
+
+impl From<CryptoError> for ReadModelError {
+    fn from(error: CryptoError) -> Self {
+        match error {
+            CryptoError::Store(_) => ReadModelError::Backend(error.to_string()),
+            other => ReadModelError::Crypto(other),
+        }
+    }
 }
 
 impl ReadModelError {
@@ -45,6 +73,7 @@ impl ReadModelError {
         match self {
             ReadModelError::ErasedContent => "read_model_erased_content",
             ReadModelError::Corrupt(_) => "read_model_corrupt",
+            ReadModelError::Crypto(_) => "read_model_crypto",
             ReadModelError::Backend(_) => "read_model_unavailable",
         }
     }
@@ -119,6 +148,7 @@ mod tests {
         let errors = [
             ReadModelError::ErasedContent,
             ReadModelError::Corrupt("kind".into()),
+            ReadModelError::Crypto(mnemo_crypto::CryptoError::Encrypt),
             ReadModelError::Backend("connection reset".into()),
         ];
         let codes: Vec<&str> = errors.iter().map(ReadModelError::code).collect();
@@ -127,10 +157,11 @@ mod tests {
             [
                 "read_model_erased_content",
                 "read_model_corrupt",
+                "read_model_crypto",
                 "read_model_unavailable"
             ]
         );
         // The detail is for the message, never the code.
-        assert_eq!(ReadModelError::Backend("other".into()).code(), codes[2]);
+        assert_eq!(ReadModelError::Backend("other".into()).code(), codes[3]);
     }
 }

@@ -1,5 +1,11 @@
 //! PostgreSQL adapter of the memory read model (table in
-//! `migrations/postgres/0003_read_model.sql`).
+//! `migrations/postgres/0003_read_model.sql`, the sealed blob and the tag
+//! tokens from `0008_sealed_read_model.sql`).
+//!
+//! A sealed row keeps its tags' keyed tokens in `tag_tokens` and leaves
+//! `content`, `tags` and `session_id` empty; a row written before
+//! (`sealed` NULL) has them in clear, and a tag filter compares each row
+//! with the form it was written in.
 //!
 //! Tenant calls run in tenant-scoped transactions of the application role,
 //! so row-level security filters every statement a second time.
@@ -7,8 +13,11 @@
 //! reads through the system role, which may see the `tenant_id` and
 //! `subject_id` columns of every row and nothing else.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use mnemo_crypto::SubjectCipher;
 use mnemo_domain::{
     AgentId, Memory, MemoryId, MemoryKind, MemoryRelation, MemoryState, Provenance, SessionId,
     SubjectId, SubjectText, TenantId,
@@ -18,19 +27,81 @@ use sqlx::postgres::PgRow;
 use sqlx::types::Json;
 use sqlx::Row;
 
+use crate::sealed::{self, StoredRow};
 use crate::{in_order_of, unique_in_order, MemoryFilter, MemoryReadModel, ReadModelError};
 
 #[derive(Clone)]
 pub struct PostgresMemoryReadModel {
     tenant: TenantPool,
     system: SystemPool,
+    cipher: Arc<SubjectCipher>,
 }
 
 impl PostgresMemoryReadModel {
     /// `tenant` logs in as the application role, `system` as the system
-    /// role (see `mnemo_pg`); the schema must be migrated.
-    pub fn new(tenant: TenantPool, system: SystemPool) -> Self {
-        PostgresMemoryReadModel { tenant, system }
+    /// role (see `mnemo_pg`); the schema must be migrated. `cipher` seals
+    /// and opens the rows' subject fields: pass the one the process's log
+    /// uses, so erasures evict its cache and its cached keys serve every
+    /// read.
+    pub fn new(tenant: TenantPool, system: SystemPool, cipher: Arc<SubjectCipher>) -> Self {
+        PostgresMemoryReadModel {
+            tenant,
+            system,
+            cipher,
+        }
+    }
+
+    /// One query of `list`: up to `filter.limit` rows before `before`, as
+    /// stored. `tokens` are the tokens of `filter.tags`, in order.
+    async fn list_page(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        filter: &MemoryFilter,
+        tokens: &[String],
+        before: Option<MemoryId>,
+    ) -> Result<Vec<StoredRow>, ReadModelError> {
+        let mut builder =
+            sqlx::QueryBuilder::new(format!("SELECT {COLUMNS} FROM memories WHERE tenant_id = "));
+        builder.push_bind(tenant.as_str());
+        builder
+            .push(" AND subject_id = ")
+            .push_bind(subject.as_str());
+        if !filter.kinds.is_empty() {
+            let kinds: Vec<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
+            builder.push(" AND kind = ANY(").push_bind(kinds).push(")");
+        }
+        if filter.states.is_empty() {
+            builder.push(" AND state <> 'deleted'");
+        } else {
+            let states: Vec<&str> = filter.states.iter().map(|s| s.as_str()).collect();
+            builder
+                .push(" AND state = ANY(")
+                .push_bind(states)
+                .push(")");
+        }
+        if !filter.tags.is_empty() {
+            // A legacy row's tags are in clear, a sealed row's are tokens;
+            // each side can use its GIN index.
+            builder
+                .push(" AND ((sealed IS NULL AND tags @> ")
+                .push_bind(filter.tags.clone())
+                .push(") OR (sealed IS NOT NULL AND tag_tokens @> ")
+                .push_bind(tokens.to_vec())
+                .push("))");
+        }
+        if let Some(before) = before {
+            builder
+                .push(" AND memory_id < ")
+                .push_bind(before.to_string());
+        }
+        builder
+            .push(" ORDER BY memory_id DESC LIMIT ")
+            .push_bind(i64::from(filter.limit.max(1)));
+        let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
+        let rows = builder.build().fetch_all(&mut *tx).await.map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        rows.iter().map(decode).collect()
     }
 }
 
@@ -44,9 +115,11 @@ fn pg(error: PgError) -> ReadModelError {
 
 const COLUMNS: &str = "memory_id, subject_id, kind, content, tags, confidence, importance, \
      state, version, provenance, session_id, agent_id, reinforcements, superseded_by, \
-     created_at, updated_at, relations";
+     created_at, updated_at, relations, sealed";
 
-fn decode(row: &PgRow) -> Result<Memory, ReadModelError> {
+/// The row's columns; a sealed row's subject fields are opened by
+/// [`sealed::reveal`].
+fn decode(row: &PgRow) -> Result<StoredRow, ReadModelError> {
     let corrupt = |what: &str| ReadModelError::Corrupt(what.to_owned());
     let id: String = row.get("memory_id");
     let subject: String = row.get("subject_id");
@@ -62,7 +135,8 @@ fn decode(row: &PgRow) -> Result<Memory, ReadModelError> {
         .map_err(|_| corrupt("provenance"))?;
     let Json(relations): Json<Vec<MemoryRelation>> =
         row.try_get("relations").map_err(|_| corrupt("relations"))?;
-    Ok(Memory {
+    let sealed: Option<String> = row.get("sealed");
+    let memory = Memory {
         id: MemoryId::parse(&id).map_err(|_| corrupt("memory_id"))?,
         subject: SubjectId::parse(subject).map_err(|_| corrupt("subject_id"))?,
         kind: MemoryKind::parse(&kind).ok_or_else(|| corrupt("kind"))?,
@@ -89,48 +163,51 @@ fn decode(row: &PgRow) -> Result<Memory, ReadModelError> {
         relations,
         created_at: row.get::<DateTime<Utc>, _>("created_at"),
         updated_at: row.get::<DateTime<Utc>, _>("updated_at"),
-    })
+    };
+    Ok(StoredRow { memory, sealed })
 }
 
 #[async_trait]
 impl MemoryReadModel for PostgresMemoryReadModel {
     async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError> {
-        let Some(content) = memory.content.as_text() else {
-            return Err(ReadModelError::ErasedContent);
-        };
+        // Sealed before the transaction: no row lock is held while the key
+        // store is asked.
+        let sealed = sealed::seal(&self.cipher, tenant, memory).await?;
         let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
         // Only a newer version replaces the row, so a redelivered or
         // reordered event cannot move a memory back in time.
         sqlx::query(
             "INSERT INTO memories (tenant_id, memory_id, subject_id, kind, content, tags, confidence, \
              importance, state, version, provenance, session_id, agent_id, reinforcements, superseded_by, \
-             created_at, updated_at, relations) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+             created_at, updated_at, relations, sealed, tag_tokens) \
+             VALUES ($1, $2, $3, $4, '', '{}', $5, $6, $7, $8, $9, NULL, $10, $11, $12, $13, $14, $15, \
+             $16, $17) \
              ON CONFLICT (tenant_id, memory_id) DO UPDATE SET kind = excluded.kind, \
              content = excluded.content, tags = excluded.tags, confidence = excluded.confidence, \
              importance = excluded.importance, state = excluded.state, version = excluded.version, \
-             provenance = excluded.provenance, reinforcements = excluded.reinforcements, \
-             superseded_by = excluded.superseded_by, updated_at = excluded.updated_at, \
-             relations = excluded.relations WHERE excluded.version > memories.version",
+             provenance = excluded.provenance, session_id = excluded.session_id, \
+             reinforcements = excluded.reinforcements, superseded_by = excluded.superseded_by, \
+             updated_at = excluded.updated_at, relations = excluded.relations, \
+             sealed = excluded.sealed, tag_tokens = excluded.tag_tokens \
+             WHERE excluded.version > memories.version",
         )
         .bind(tenant.as_str())
         .bind(memory.id.to_string())
         .bind(memory.subject.as_str())
         .bind(memory.kind.as_str())
-        .bind(content)
-        .bind(&memory.tags)
         .bind(memory.confidence)
         .bind(memory.importance)
         .bind(memory.state.as_str())
         .bind(memory.version as i64)
         .bind(Json(&memory.provenance))
-        .bind(memory.session.as_ref().map(SessionId::as_str))
         .bind(memory.agent.as_ref().map(AgentId::as_str))
         .bind(i64::from(memory.reinforcements))
         .bind(memory.superseded_by.map(|id| id.to_string()))
         .bind(memory.created_at)
         .bind(memory.updated_at)
         .bind(Json(&memory.relations))
+        .bind(&sealed.sealed)
+        .bind(&sealed.tag_tokens)
         .execute(&mut *tx)
         .await
         .map_err(backend)?;
@@ -163,7 +240,8 @@ impl MemoryReadModel for PostgresMemoryReadModel {
         .await
         .map_err(backend)?;
         tx.commit().await.map_err(backend)?;
-        row.as_ref().map(decode).transpose()
+        let rows = row.as_ref().map(decode).transpose()?.into_iter().collect();
+        Ok(sealed::reveal(&self.cipher, tenant, rows).await?.pop())
     }
 
     async fn get_many(
@@ -188,7 +266,8 @@ impl MemoryReadModel for PostgresMemoryReadModel {
         .await
         .map_err(backend)?;
         tx.commit().await.map_err(backend)?;
-        let memories = rows.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
+        let rows = rows.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
+        let memories = sealed::reveal(&self.cipher, tenant, rows).await?;
         Ok(in_order_of(&wanted, memories))
     }
 
@@ -198,40 +277,19 @@ impl MemoryReadModel for PostgresMemoryReadModel {
         subject: &SubjectId,
         filter: &MemoryFilter,
     ) -> Result<Vec<Memory>, ReadModelError> {
-        let mut builder =
-            sqlx::QueryBuilder::new(format!("SELECT {COLUMNS} FROM memories WHERE tenant_id = "));
-        builder.push_bind(tenant.as_str());
-        builder
-            .push(" AND subject_id = ")
-            .push_bind(subject.as_str());
-        if !filter.kinds.is_empty() {
-            let kinds: Vec<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
-            builder.push(" AND kind = ANY(").push_bind(kinds).push(")");
-        }
-        if filter.states.is_empty() {
-            builder.push(" AND state <> 'deleted'");
-        } else {
-            let states: Vec<&str> = filter.states.iter().map(|s| s.as_str()).collect();
-            builder
-                .push(" AND state = ANY(")
-                .push_bind(states)
-                .push(")");
-        }
-        if !filter.tags.is_empty() {
-            builder.push(" AND tags @> ").push_bind(filter.tags.clone());
-        }
-        if let Some(before) = filter.before {
-            builder
-                .push(" AND memory_id < ")
-                .push_bind(before.to_string());
-        }
-        builder
-            .push(" ORDER BY memory_id DESC LIMIT ")
-            .push_bind(i64::from(filter.limit.max(1)));
-        let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
-        let rows = builder.build().fetch_all(&mut *tx).await.map_err(backend)?;
-        tx.commit().await.map_err(backend)?;
-        rows.iter().map(decode).collect()
+        let Some(tokens) =
+            sealed::query_tokens(&self.cipher, tenant, subject, &filter.tags).await?
+        else {
+            return Ok(Vec::new());
+        };
+        sealed::fill_page(
+            &self.cipher,
+            tenant,
+            filter.limit.max(1),
+            filter.before,
+            |before| self.list_page(tenant, subject, filter, &tokens, before),
+        )
+        .await
     }
 
     async fn subjects(

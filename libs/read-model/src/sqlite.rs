@@ -1,14 +1,23 @@
 //! SQLite adapter of the memory read model (tables in
-//! `migrations/sqlite/0004_read_model.sql`).
+//! `migrations/sqlite/0004_read_model.sql`, the sealed blob from
+//! `0008_sealed_read_model.sql`).
+//!
+//! `memory_tags.tag` holds the tag's keyed token for a sealed row and the
+//! tag itself for a row written before (`sealed` NULL); a tag filter
+//! compares each row with the form it was written in.
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{TimeZone, Utc};
+use mnemo_crypto::SubjectCipher;
 use mnemo_domain::{
     AgentId, Memory, MemoryId, MemoryKind, MemoryState, Provenance, SessionId, SubjectId,
     SubjectText, TenantId,
 };
 use sqlx::{Row, SqlitePool};
 
+use crate::sealed::{self, StoredRow};
 use crate::{in_order_of, unique_in_order, MemoryFilter, MemoryReadModel, ReadModelError};
 
 /// Ids bound in one `get_many` statement. SQLite refuses a statement with
@@ -21,11 +30,15 @@ const GET_MANY_CHUNK: usize = 998;
 #[derive(Clone)]
 pub struct SqliteMemoryReadModel {
     pool: SqlitePool,
+    cipher: Arc<SubjectCipher>,
 }
 
 impl SqliteMemoryReadModel {
-    pub fn new(pool: SqlitePool) -> Self {
-        SqliteMemoryReadModel { pool }
+    /// `cipher` seals and opens the rows' subject fields: pass the one the
+    /// process's log uses, so erasures evict its cache and its cached keys
+    /// serve every read.
+    pub fn new(pool: SqlitePool, cipher: Arc<SubjectCipher>) -> Self {
+        SqliteMemoryReadModel { pool, cipher }
     }
 
     /// [`MemoryReadModel::get_many`] with `chunk` ids per statement, so the
@@ -59,7 +72,69 @@ impl SqliteMemoryReadModel {
                 rows.push(decode(row)?);
             }
         }
-        Ok(in_order_of(&wanted, rows))
+        let memories = sealed::reveal(&self.cipher, tenant, rows).await?;
+        Ok(in_order_of(&wanted, memories))
+    }
+
+    /// One query of `list`: up to `filter.limit` rows before `before`, as
+    /// stored. `tags` pairs each tag asked for with its token.
+    async fn list_page(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        filter: &MemoryFilter,
+        tags: &[(&str, &str)],
+        before: Option<MemoryId>,
+    ) -> Result<Vec<StoredRow>, ReadModelError> {
+        let mut builder = sqlx::QueryBuilder::new("SELECT * FROM memories m WHERE m.tenant_id = ");
+        builder.push_bind(tenant.as_str());
+        builder
+            .push(" AND m.subject_id = ")
+            .push_bind(subject.as_str());
+        if !filter.kinds.is_empty() {
+            builder.push(" AND m.kind IN (");
+            let mut list = builder.separated(", ");
+            for kind in &filter.kinds {
+                list.push_bind(kind.as_str());
+            }
+            builder.push(")");
+        }
+        if filter.states.is_empty() {
+            builder.push(" AND m.state <> 'deleted'");
+        } else {
+            builder.push(" AND m.state IN (");
+            let mut list = builder.separated(", ");
+            for state in &filter.states {
+                list.push_bind(state.as_str());
+            }
+            builder.push(")");
+        }
+        for (tag, token) in tags {
+            // A legacy row's tags are in clear, a sealed row's are tokens.
+            builder.push(
+                " AND EXISTS (SELECT 1 FROM memory_tags t WHERE t.tenant_id = m.tenant_id \
+                 AND t.memory_id = m.memory_id AND t.tag = CASE WHEN m.sealed IS NULL THEN ",
+            );
+            builder
+                .push_bind(tag.to_string())
+                .push(" ELSE ")
+                .push_bind(token.to_string())
+                .push(" END)");
+        }
+        if let Some(before) = before {
+            builder
+                .push(" AND m.memory_id < ")
+                .push_bind(before.to_string());
+        }
+        builder
+            .push(" ORDER BY m.memory_id DESC LIMIT ")
+            .push_bind(i64::from(filter.limit.max(1)));
+        let rows = builder
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        rows.iter().map(decode).collect()
     }
 }
 
@@ -67,7 +142,9 @@ fn backend(error: sqlx::Error) -> ReadModelError {
     ReadModelError::Backend(error.to_string())
 }
 
-fn decode(row: &sqlx::sqlite::SqliteRow) -> Result<Memory, ReadModelError> {
+/// The row's columns; a sealed row's subject fields are opened by
+/// [`sealed::reveal`].
+fn decode(row: &sqlx::sqlite::SqliteRow) -> Result<StoredRow, ReadModelError> {
     let corrupt = |what: &str| ReadModelError::Corrupt(what.to_owned());
     let id: String = row.get("memory_id");
     let subject: String = row.get("subject_id");
@@ -83,12 +160,13 @@ fn decode(row: &sqlx::sqlite::SqliteRow) -> Result<Memory, ReadModelError> {
     let updated_at: i64 = row.get("updated_at");
     let version: i64 = row.get("version");
     let reinforcements: i64 = row.get("reinforcements");
+    let sealed: Option<String> = row.get("sealed");
     let time = |micros: i64| {
         Utc.timestamp_micros(micros)
             .single()
             .ok_or_else(|| corrupt("timestamp"))
     };
-    Ok(Memory {
+    let memory = Memory {
         id: MemoryId::parse(&id).map_err(|_| corrupt("memory_id"))?,
         subject: SubjectId::parse(subject).map_err(|_| corrupt("subject_id"))?,
         kind: MemoryKind::parse(&kind).ok_or_else(|| corrupt("kind"))?,
@@ -116,16 +194,16 @@ fn decode(row: &sqlx::sqlite::SqliteRow) -> Result<Memory, ReadModelError> {
         relations: serde_json::from_str(&relations).map_err(|_| corrupt("relations"))?,
         created_at: time(created_at)?,
         updated_at: time(updated_at)?,
-    })
+    };
+    Ok(StoredRow { memory, sealed })
 }
 
 #[async_trait]
 impl MemoryReadModel for SqliteMemoryReadModel {
     async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError> {
-        let Some(content) = memory.content.as_text() else {
-            return Err(ReadModelError::ErasedContent);
-        };
-        let tags = serde_json::to_string(&memory.tags).expect("tags serialize");
+        // Sealed before the write transaction: the key store may live in
+        // this very database, and creating a key writes to it.
+        let sealed = sealed::seal(&self.cipher, tenant, memory).await?;
         let provenance = serde_json::to_string(&memory.provenance).expect("provenance serializes");
         let relations = serde_json::to_string(&memory.relations).expect("relations serialize");
         let mut tx = self
@@ -136,32 +214,32 @@ impl MemoryReadModel for SqliteMemoryReadModel {
         let written = sqlx::query(
             "INSERT INTO memories (tenant_id, memory_id, subject_id, kind, content, tags, confidence, \
              importance, state, version, provenance, session_id, agent_id, reinforcements, superseded_by, \
-             created_at, updated_at, relations) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+             created_at, updated_at, relations, sealed) \
+             VALUES (?, ?, ?, ?, '', '[]', ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?) \
              ON CONFLICT (tenant_id, memory_id) DO UPDATE SET kind = excluded.kind, \
              content = excluded.content, tags = excluded.tags, confidence = excluded.confidence, \
              importance = excluded.importance, state = excluded.state, version = excluded.version, \
-             provenance = excluded.provenance, reinforcements = excluded.reinforcements, \
-             superseded_by = excluded.superseded_by, updated_at = excluded.updated_at, \
-             relations = excluded.relations WHERE excluded.version > memories.version",
+             provenance = excluded.provenance, session_id = excluded.session_id, \
+             reinforcements = excluded.reinforcements, superseded_by = excluded.superseded_by, \
+             updated_at = excluded.updated_at, relations = excluded.relations, \
+             sealed = excluded.sealed WHERE excluded.version > memories.version",
         )
         .bind(tenant.as_str())
         .bind(memory.id.to_string())
         .bind(memory.subject.as_str())
         .bind(memory.kind.as_str())
-        .bind(content)
-        .bind(&tags)
         .bind(f64::from(memory.confidence))
         .bind(f64::from(memory.importance))
         .bind(memory.state.as_str())
         .bind(memory.version as i64)
         .bind(provenance)
-        .bind(memory.session.as_ref().map(SessionId::as_str))
         .bind(memory.agent.as_ref().map(AgentId::as_str))
         .bind(i64::from(memory.reinforcements))
         .bind(memory.superseded_by.map(|id| id.to_string()))
         .bind(memory.created_at.timestamp_micros())
         .bind(memory.updated_at.timestamp_micros())
         .bind(relations)
+        .bind(&sealed.sealed)
         .execute(&mut *tx)
         .await
         .map_err(backend)?;
@@ -172,13 +250,13 @@ impl MemoryReadModel for SqliteMemoryReadModel {
                 .execute(&mut *tx)
                 .await
                 .map_err(backend)?;
-            for tag in &memory.tags {
+            for token in &sealed.tag_tokens {
                 sqlx::query(
                     "INSERT OR IGNORE INTO memory_tags (tenant_id, memory_id, tag) VALUES (?, ?, ?)",
                 )
                 .bind(tenant.as_str())
                 .bind(memory.id.to_string())
-                .bind(tag)
+                .bind(token)
                 .execute(&mut *tx)
                 .await
                 .map_err(backend)?;
@@ -217,7 +295,8 @@ impl MemoryReadModel for SqliteMemoryReadModel {
             .fetch_optional(&self.pool)
             .await
             .map_err(backend)?;
-        row.as_ref().map(decode).transpose()
+        let rows = row.as_ref().map(decode).transpose()?.into_iter().collect();
+        Ok(sealed::reveal(&self.cipher, tenant, rows).await?.pop())
     }
 
     async fn get_many(
@@ -234,50 +313,25 @@ impl MemoryReadModel for SqliteMemoryReadModel {
         subject: &SubjectId,
         filter: &MemoryFilter,
     ) -> Result<Vec<Memory>, ReadModelError> {
-        let mut builder = sqlx::QueryBuilder::new("SELECT * FROM memories m WHERE m.tenant_id = ");
-        builder.push_bind(tenant.as_str());
-        builder
-            .push(" AND m.subject_id = ")
-            .push_bind(subject.as_str());
-        if !filter.kinds.is_empty() {
-            builder.push(" AND m.kind IN (");
-            let mut list = builder.separated(", ");
-            for kind in &filter.kinds {
-                list.push_bind(kind.as_str());
-            }
-            builder.push(")");
-        }
-        if filter.states.is_empty() {
-            builder.push(" AND m.state <> 'deleted'");
-        } else {
-            builder.push(" AND m.state IN (");
-            let mut list = builder.separated(", ");
-            for state in &filter.states {
-                list.push_bind(state.as_str());
-            }
-            builder.push(")");
-        }
-        for tag in &filter.tags {
-            builder.push(
-                " AND EXISTS (SELECT 1 FROM memory_tags t WHERE t.tenant_id = m.tenant_id \
-                 AND t.memory_id = m.memory_id AND t.tag = ",
-            );
-            builder.push_bind(tag.clone()).push(")");
-        }
-        if let Some(before) = filter.before {
-            builder
-                .push(" AND m.memory_id < ")
-                .push_bind(before.to_string());
-        }
-        builder
-            .push(" ORDER BY m.memory_id DESC LIMIT ")
-            .push_bind(i64::from(filter.limit.max(1)));
-        let rows = builder
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend)?;
-        rows.iter().map(decode).collect()
+        let Some(tokens) =
+            sealed::query_tokens(&self.cipher, tenant, subject, &filter.tags).await?
+        else {
+            return Ok(Vec::new());
+        };
+        let tags: Vec<(&str, &str)> = filter
+            .tags
+            .iter()
+            .map(String::as_str)
+            .zip(tokens.iter().map(String::as_str))
+            .collect();
+        sealed::fill_page(
+            &self.cipher,
+            tenant,
+            filter.limit.max(1),
+            filter.before,
+            |before| self.list_page(tenant, subject, filter, &tags, before),
+        )
+        .await
     }
 
     async fn subjects(
@@ -354,7 +408,9 @@ mod tests {
         let pool = mnemo_event_store::sqlite::connect(&dir.path().join("m.db"))
             .await
             .unwrap();
-        let model = SqliteMemoryReadModel::new(pool);
+        let cipher =
+            mnemo_crypto::SubjectCipher::new(Arc::new(mnemo_crypto::MemorySubjectKeyStore::new()));
+        let model = SqliteMemoryReadModel::new(pool, Arc::new(cipher));
         let tenant = TenantId::parse("t1").unwrap();
         let mut written = Vec::new();
         for content in ["one", "two", "three", "four"] {

@@ -114,17 +114,18 @@ impl Fixture {
         let store = mnemo_event_store::sqlite::SqliteEventStore::new(pool.clone())
             .await
             .unwrap();
-        let cipher =
-            mnemo_crypto::SubjectCipher::new(Arc::new(mnemo_crypto::MemorySubjectKeyStore::new()));
+        let cipher = Arc::new(mnemo_crypto::SubjectCipher::new(Arc::new(
+            mnemo_crypto::MemorySubjectKeyStore::new(),
+        )));
         let read_model = Arc::new(Counting {
-            inner: SqliteMemoryReadModel::new(pool.clone()),
+            inner: SqliteMemoryReadModel::new(pool.clone(), cipher.clone()),
             gets: AtomicUsize::new(0),
             get_manys: AtomicUsize::new(0),
         });
         let index = EdgeVectorIndex::open(&dir.path().join("vectors"), DIMENSION).unwrap();
         let embedder = LexicalEmbedder::new(DIMENSION);
         let state = RetrieverState {
-            log: mnemo_event_store::sealed::SealedLog::new(Arc::new(store), Arc::new(cipher)),
+            log: mnemo_event_store::sealed::SealedLog::new(Arc::new(store), cipher),
             read_model: read_model.clone(),
             metrics: Arc::new(mnemo_telemetry::Metrics::new().unwrap()),
             embedder: Arc::new(embedder.clone()),

@@ -4,7 +4,8 @@
 //! (templates over word lists plus a long tail of made-up names, so BM25
 //! sees a realistic spread of common and rare words), embedded in batches
 //! through the embedder, and written straight into the stores of a fresh
-//! data dir: read-model rows (`SqliteMemoryReadModel::upsert`) and index
+//! data dir: read-model rows (`SqliteMemoryReadModel::upsert`, sealed under
+//! the data dir's master key as the server's would be) and index
 //! points (`EdgeVectorIndex::upsert`, the same row + point the projection
 //! writes). Loading through the HTTP API would embed one memory at a time
 //! and take hours at 100k. The embedded server is then started on that dir
@@ -643,7 +644,16 @@ async fn load(
     let tenant = TenantId::parse(TENANT)?;
     std::fs::create_dir_all(&settings.data_dir)?;
     let pool = mnemo_event_store::sqlite::connect(&settings.database_file()).await?;
-    let read_model = SqliteMemoryReadModel::new(pool.clone());
+    // Sealed under the data dir's master key, as the server will open them.
+    let master = Arc::new(mnemo_app::stores::load_master_key(settings)?);
+    let keys = Arc::new(mnemo_crypto::SqliteSubjectKeyStore::new(
+        pool.clone(),
+        master,
+    ));
+    let read_model = SqliteMemoryReadModel::new(
+        pool.clone(),
+        Arc::new(mnemo_crypto::SubjectCipher::new(keys)),
+    );
     for memory in &data.memories {
         read_model.upsert(&tenant, memory).await?;
     }
@@ -719,12 +729,10 @@ pub(crate) async fn retriever_beside(
         pool.clone(),
         master,
     ));
+    let cipher = Arc::new(mnemo_crypto::SubjectCipher::new(keys));
     let state = RetrieverState {
-        log: mnemo_event_store::sealed::SealedLog::new(
-            store,
-            Arc::new(mnemo_crypto::SubjectCipher::new(keys)),
-        ),
-        read_model: Arc::new(SqliteMemoryReadModel::new(pool.clone())),
+        log: mnemo_event_store::sealed::SealedLog::new(store, cipher.clone()),
+        read_model: Arc::new(SqliteMemoryReadModel::new(pool.clone(), cipher)),
         metrics: Arc::new(mnemo_telemetry::Metrics::new()?),
         embedder,
         index,

@@ -1,17 +1,52 @@
 //! The cases every memory read model adapter runs, written once over
-//! `&dyn MemoryReadModel`; [`read_model_cases!`] turns them into tests for
-//! one adapter.
+//! `&dyn MemoryReadModel` (or a [`Fixture`], for the cases that need the
+//! adapter's cipher or its legacy rows); [`read_model_cases!`] turns them
+//! into tests for one adapter.
 #![allow(dead_code)]
 
+use std::sync::Arc;
+
+use async_trait::async_trait;
 use chrono::Utc;
+use mnemo_crypto::{MemorySubjectKeyStore, SubjectCipher, TokenPurpose};
 use mnemo_domain::events::RelationKind;
 use mnemo_domain::{
-    Memory, MemoryId, MemoryKind, MemoryRelation, MemoryState, Producer, Provenance, SubjectId,
-    SubjectText, TenantId,
+    Memory, MemoryId, MemoryKind, MemoryRelation, MemoryState, Producer, Provenance, SessionId,
+    SubjectId, SubjectText, TenantId,
 };
 use mnemo_read_model::{MemoryFilter, MemoryReadModel, ReadModelError};
 
+/// Writes a row the way the read model did before it was sealed: content,
+/// tags and session in clear, no sealed blob. Each adapter's test file
+/// implements it in its own SQL.
+#[async_trait]
+pub trait LegacyRows: Send + Sync {
+    async fn insert_legacy(&self, tenant: &TenantId, memory: &Memory);
+}
+
+/// An adapter under test with the cipher it was built with.
+pub struct Fixture {
+    pub model: Box<dyn MemoryReadModel>,
+    pub cipher: Arc<SubjectCipher>,
+    pub legacy: Box<dyn LegacyRows>,
+}
+
+/// A cipher over an in-memory key store: the read model only needs one
+/// that seals, opens and destroys.
+pub fn cipher() -> Arc<SubjectCipher> {
+    Arc::new(SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new())))
+}
+
+/// A string no test writes twice, to look for in storage.
+pub fn canary() -> String {
+    format!("canary{}", MemoryId::new().as_uuid().simple())
+}
+
+/// A memory as a client would write it, with times at the microsecond both
+/// stores keep, so what is read back compares equal.
 pub fn memory(subject: &str, kind: MemoryKind, content: &str, tags: &[&str]) -> Memory {
+    let now =
+        chrono::DateTime::<Utc>::from_timestamp_micros(Utc::now().timestamp_micros()).unwrap();
     Memory {
         id: MemoryId::new(),
         subject: SubjectId::parse(subject).unwrap(),
@@ -31,8 +66,8 @@ pub fn memory(subject: &str, kind: MemoryKind, content: &str, tags: &[&str]) -> 
         reinforcements: 0,
         superseded_by: None,
         relations: Vec::new(),
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
+        created_at: now,
+        updated_at: now,
     }
 }
 
@@ -275,12 +310,236 @@ pub async fn get_many_returns_a_repeated_id_once(model: &dyn MemoryReadModel) {
     assert_eq!(ids(&got), [second.id, first.id]);
 }
 
+fn subject(name: &str) -> SubjectId {
+    SubjectId::parse(name).unwrap()
+}
+
+fn tagged(tags: &[&str]) -> MemoryFilter {
+    MemoryFilter {
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        ..all()
+    }
+}
+
+/// Tags are matched through their tokens: every tag asked must be on the
+/// memory, another subject's equal tag does not match, and asking for the
+/// tags of a subject without a key finds nothing and creates no key.
+pub async fn tag_filters_match_through_tokens(f: &Fixture) {
+    let model = &*f.model;
+    let t = TenantId::parse("t1").unwrap();
+    let tea = memory(
+        "s1",
+        MemoryKind::Preference,
+        "likes tea",
+        &["drinks", "tea"],
+    );
+    let coffee = memory("s1", MemoryKind::Preference, "likes coffee", &["drinks"]);
+    let other = memory("s2", MemoryKind::Preference, "likes tea too", &["tea"]);
+    for m in [&tea, &coffee, &other] {
+        model.upsert(&t, m).await.unwrap();
+    }
+    let s1 = subject("s1");
+    assert_eq!(
+        ids(&model.list(&t, &s1, &tagged(&["drinks"])).await.unwrap()),
+        [coffee.id, tea.id]
+    );
+    assert_eq!(
+        ids(&model
+            .list(&t, &s1, &tagged(&["tea", "drinks"]))
+            .await
+            .unwrap()),
+        [tea.id]
+    );
+    assert!(model
+        .list(&t, &s1, &tagged(&["coffee"]))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        ids(&model
+            .list(&t, &subject("s2"), &tagged(&["tea"]))
+            .await
+            .unwrap()),
+        [other.id]
+    );
+    let nobody = subject("nobody");
+    assert!(model
+        .list(&t, &nobody, &tagged(&["tea"]))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        f.cipher.live_generation(&t, &nobody).await.unwrap(),
+        None,
+        "a query made no key"
+    );
+}
+
+/// Content, tags (order and repeats kept) and session come back alike from
+/// `get`, `get_many` and `list`.
+pub async fn subject_fields_round_trip_through_every_read(f: &Fixture) {
+    let model = &*f.model;
+    let t = TenantId::parse("t1").unwrap();
+    let mut m = memory(
+        "s1",
+        MemoryKind::Fact,
+        "allergic to penicillin — 对青霉素过敏 \"quoted\" {\"$text\": 1}",
+        &["zeta", "alpha", "zeta", "醫療"],
+    );
+    m.session = Some(SessionId::parse("session-42").unwrap());
+    let plain = memory("s1", MemoryKind::Fact, "", &[]);
+    model.upsert(&t, &m).await.unwrap();
+    model.upsert(&t, &plain).await.unwrap();
+    assert_eq!(model.get(&t, &m.id).await.unwrap().as_ref(), Some(&m));
+    assert_eq!(
+        model.get_many(&t, &[plain.id, m.id]).await.unwrap(),
+        [plain.clone(), m.clone()]
+    );
+    assert_eq!(
+        model.list(&t, &subject("s1"), &all()).await.unwrap(),
+        [plain, m.clone()]
+    );
+    assert_eq!(
+        model
+            .list(&t, &subject("s1"), &tagged(&["醫療"]))
+            .await
+            .unwrap(),
+        [m]
+    );
+}
+
+/// Once the subject's key is destroyed its rows are not served, before
+/// any `delete_subject`: they open as erased. Other subjects are
+/// untouched, a memory written under the subject's next key is served,
+/// and a page is filled past the rows held back.
+pub async fn rows_of_a_destroyed_key_are_not_served(f: &Fixture) {
+    let model = &*f.model;
+    let t = TenantId::parse("t1").unwrap();
+    let (s1, s2) = (subject("s1"), subject("s2"));
+    // The id of the memory written after the erasure is taken first, so
+    // it is older than the erased ones and listed after them.
+    let later = memory("s1", MemoryKind::Fact, "written after", &["x"]);
+    let erased: Vec<Memory> = ["one", "two", "three"]
+        .into_iter()
+        .map(|c| memory("s1", MemoryKind::Fact, c, &["x"]))
+        .collect();
+    let kept = memory("s2", MemoryKind::Fact, "s2's", &["x"]);
+    for m in erased.iter().chain([&kept]) {
+        model.upsert(&t, m).await.unwrap();
+    }
+    assert_eq!(model.list(&t, &s1, &all()).await.unwrap().len(), 3);
+
+    f.cipher.destroy(&t, &s1).await.unwrap();
+    for m in &erased {
+        assert_eq!(model.get(&t, &m.id).await.unwrap(), None);
+    }
+    let asked: Vec<MemoryId> = erased.iter().map(|m| m.id).chain([kept.id]).collect();
+    assert_eq!(ids(&model.get_many(&t, &asked).await.unwrap()), [kept.id]);
+    assert!(model.list(&t, &s1, &all()).await.unwrap().is_empty());
+    assert!(model
+        .list(&t, &s1, &tagged(&["x"]))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(model.get(&t, &kept.id).await.unwrap(), Some(kept.clone()));
+    assert_eq!(
+        ids(&model.list(&t, &s2, &tagged(&["x"])).await.unwrap()),
+        [kept.id]
+    );
+
+    // The subject writes again: a new key, and only the new row is served,
+    // even on a page of one whose first rows are all held back.
+    model.upsert(&t, &later).await.unwrap();
+    let page = MemoryFilter { limit: 1, ..all() };
+    assert_eq!(ids(&model.list(&t, &s1, &page).await.unwrap()), [later.id]);
+    assert_eq!(
+        ids(&model.list(&t, &s1, &tagged(&["x"])).await.unwrap()),
+        [later.id]
+    );
+    assert_eq!(ids(&model.get_many(&t, &asked).await.unwrap()), [kept.id]);
+
+    // The erasure's delete then removes every row of the subject.
+    assert_eq!(model.delete_subject(&t, &s1).await.unwrap(), 4);
+    assert_eq!(model.get(&t, &kept.id).await.unwrap(), Some(kept));
+}
+
+/// Rows written before the read model was sealed (clear columns, no blob)
+/// still read, through every read and the tag filter, while their subject
+/// has a key; a newer version rewrites them sealed. Once the key is
+/// destroyed they are not served either.
+pub async fn legacy_rows_still_read(f: &Fixture) {
+    let model = &*f.model;
+    let t = TenantId::parse("t1").unwrap();
+    let s1 = subject("s1");
+    // Every legacy memory's content was sealed in the log under its
+    // subject's key: the subject has one.
+    f.cipher
+        .token(&t, &s1, TokenPurpose::Tag, "any")
+        .await
+        .unwrap();
+    let mut old = memory(
+        "s1",
+        MemoryKind::Preference,
+        "likes tea",
+        &["drinks", "tea"],
+    );
+    old.session = Some(SessionId::parse("session-1").unwrap());
+    let other = memory("s1", MemoryKind::Fact, "has a cat", &["pets"]);
+    f.legacy.insert_legacy(&t, &old).await;
+    f.legacy.insert_legacy(&t, &other).await;
+    let sealed = memory("s1", MemoryKind::Fact, "sealed", &["tea"]);
+    model.upsert(&t, &sealed).await.unwrap();
+
+    assert_eq!(model.get(&t, &old.id).await.unwrap().as_ref(), Some(&old));
+    assert_eq!(
+        model.get_many(&t, &[other.id, old.id]).await.unwrap(),
+        [other.clone(), old.clone()]
+    );
+    assert_eq!(
+        ids(&model.list(&t, &s1, &all()).await.unwrap()),
+        [sealed.id, other.id, old.id]
+    );
+    assert_eq!(
+        ids(&model.list(&t, &s1, &tagged(&["tea"])).await.unwrap()),
+        [sealed.id, old.id],
+        "legacy tags match in clear, sealed ones through tokens"
+    );
+    assert_eq!(
+        ids(&model
+            .list(&t, &s1, &tagged(&["drinks", "tea"]))
+            .await
+            .unwrap()),
+        [old.id]
+    );
+
+    // A newer version is written sealed, and still matches its tags.
+    let mut newer = old.clone();
+    newer.version = 2;
+    newer.tags = vec!["tea".into(), "green".into()];
+    model.upsert(&t, &newer).await.unwrap();
+    assert_eq!(model.get(&t, &old.id).await.unwrap().as_ref(), Some(&newer));
+    assert_eq!(
+        ids(&model.list(&t, &s1, &tagged(&["green"])).await.unwrap()),
+        [old.id]
+    );
+    assert!(model
+        .list(&t, &s1, &tagged(&["drinks"]))
+        .await
+        .unwrap()
+        .is_empty());
+
+    f.cipher.destroy(&t, &s1).await.unwrap();
+    assert_eq!(model.get(&t, &other.id).await.unwrap(), None);
+    assert!(model.get_many(&t, &[other.id]).await.unwrap().is_empty());
+    assert!(model.list(&t, &s1, &all()).await.unwrap().is_empty());
+}
+
 /// One `#[tokio::test]` per case. `$fixture` is an async fn returning
-/// `(guard, model)`: the guard keeps the storage alive for the test.
+/// `(guard, Fixture)`: the guard keeps the storage alive for the test.
 #[macro_export]
 macro_rules! read_model_cases {
     ($fixture:path) => {
-        $crate::read_model_cases!(@cases $fixture;
+        $crate::read_model_cases!(@model $fixture;
             upserts_only_newer_versions,
             lists_with_filters_pages_and_tenant_isolation,
             erased_content_is_refused_and_subjects_are_deleted,
@@ -292,13 +551,28 @@ macro_rules! read_model_cases {
             get_many_of_no_ids_is_empty,
             get_many_returns_a_repeated_id_once,
         );
+        $crate::read_model_cases!(@fixture $fixture;
+            tag_filters_match_through_tokens,
+            subject_fields_round_trip_through_every_read,
+            rows_of_a_destroyed_key_are_not_served,
+            legacy_rows_still_read,
+        );
     };
-    (@cases $fixture:path; $($case:ident),* $(,)?) => {
+    (@model $fixture:path; $($case:ident),* $(,)?) => {
         $(
             #[tokio::test]
             async fn $case() {
-                let (_guard, model) = $fixture().await;
-                cases::$case(&model).await;
+                let (_guard, fixture) = $fixture().await;
+                cases::$case(&*fixture.model).await;
+            }
+        )*
+    };
+    (@fixture $fixture:path; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $case() {
+                let (_guard, fixture) = $fixture().await;
+                cases::$case(&fixture).await;
             }
         )*
     };

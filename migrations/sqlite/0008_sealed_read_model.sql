@@ -1,0 +1,12 @@
+-- The sealed read model. What of a memory came from the subject's
+-- conversation or a client's choice (content, tags, session) is stored as
+-- one blob sealed under the subject's data key (the JSON of a `$sealed`
+-- marker), so destroying the key erases it wherever its bytes remain.
+-- `memory_tags.tag` holds the tag's keyed token for such a row.
+--
+-- Rows written before keep their clear columns and `sealed` NULL, and are
+-- read from them; new rows leave `content` '', `tags` '[]' and `session_id`
+-- NULL. A legacy row is rewritten sealed by the next event of its memory.
+-- The old columns stay: legacy rows need them, and SQLite drops a column
+-- only by rebuilding the table.
+ALTER TABLE memories ADD COLUMN sealed TEXT;
