@@ -134,7 +134,6 @@ async fn what_an_erasure_makes_gone_is_documented_as_410_subject_erased() {
         ("delete", "/v1/memories/{id}"),
         ("post", "/v1/review/{id}"),
         ("post", "/v1/subjects/{subject}/consolidate"),
-        ("post", "/v1/subjects/{subject}/memories"),
     ] {
         let gone = &doc["paths"][path][method]["responses"]["410"];
         assert_eq!(
@@ -148,6 +147,13 @@ async fn what_an_erasure_makes_gone_is_documented_as_410_subject_erased() {
             "{method} {path}"
         );
     }
+    // A memory's sources from before an erasure are unknown, not gone: their
+    // ids were keyed under the destroyed key.
+    let create = &doc["paths"]["/v1/subjects/{subject}/memories"]["post"];
+    assert!(create["responses"]["410"].is_null());
+    assert!(create["description"]
+        .as_str()
+        .is_some_and(|d| d.contains("422 `unknown_source`")));
     let states = &doc["components"]["schemas"]["Memory"]["properties"]["state"]["enum"];
     assert!(states.as_array().unwrap().iter().any(|s| s == "erased"));
 }
