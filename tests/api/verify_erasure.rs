@@ -160,3 +160,71 @@ async fn verify_erasure_reads_postgresql_before_and_after_an_erasure() {
     }
     drop(dir);
 }
+
+/// The scale-out stores: Kafka (librdkafka's mock cluster) read from the
+/// beginning by a group of the command's own, and every embedding space's
+/// collection on a Qdrant endpoint (the stand-in, or `TEST_QDRANT_URL`).
+#[tokio::test]
+async fn verify_erasure_reads_kafka_and_qdrant() {
+    let db = mnemo_pg::testsupport::TestDatabase::new().await;
+    let url = db.url_as(mnemo_pg::APP_ROLE);
+    let kafka = mnemo_bus::kafka::dev::DevKafka::start(0, 2).unwrap();
+    let brokers = kafka.bootstrap_servers();
+    let qdrant = match std::env::var("TEST_QDRANT_URL") {
+        Ok(url) => url,
+        Err(_) => format!(
+            "http://{}",
+            mnemo_vector_index::qdrant_standin::start().await
+        ),
+    };
+    let prefix = format!("verify-{}-", uuid::Uuid::new_v4().simple());
+    let key = base64::engine::general_purpose::STANDARD.encode([5u8; 32]);
+    let env = [
+        ("MNEMO_DATABASE_URL", url.as_str()),
+        ("MNEMO_MASTER_KEY", key.as_str()),
+        ("MNEMO_KAFKA_BROKERS", brokers.as_str()),
+        ("MNEMO_QDRANT_URL", qdrant.as_str()),
+        ("MNEMO_QDRANT_COLLECTION_PREFIX", prefix.as_str()),
+    ];
+    let app = spawn_app_with(&env).await;
+    let token = app.admin("acme");
+    app.memory(&token, "kq-subject", &format!("Note {MEMORY_CANARY}"))
+        .await;
+    app.wait_for_list(&token, "kq-subject", |m| m.len() == 1)
+        .await;
+    let dir = app.stop().await;
+
+    let settings = settings_for(dir.path(), &env);
+    let options = VerifyOptions {
+        subject: SubjectId::parse("kq-subject").unwrap(),
+        tenant: Some(mnemo_domain::TenantId::parse("acme").unwrap()),
+        canaries: vec![MEMORY_CANARY.to_owned()],
+        pg_data_dir: None,
+    };
+    let before = verify(&settings, &options).await.unwrap();
+    assert_eq!(before.exit_code(), 1, "{}", before.to_text());
+    let records = check(&before, "bus", "records of the subject");
+    assert_eq!(records.locations[0], "Kafka", "{}", before.to_text());
+    assert!(found(&before, "bus", "records that open to readable text") >= 1);
+    assert!(found(&before, "bus", "canary in opened record text") >= 1);
+    let points = check(&before, "vector_index", "points of the subject");
+    assert_eq!(points.found, 1, "{}", before.to_text());
+    assert!(
+        points.locations[0].starts_with(&prefix),
+        "{}",
+        before.to_text()
+    );
+
+    let app = spawn_app_in(dir, &env).await;
+    let token = app.admin("acme");
+    app.erase(&token, "kq-subject").await;
+    let _dir = app.stop().await;
+    let after = verify(&settings, &options).await.unwrap();
+    assert_eq!(after.exit_code(), 0, "{}", after.to_text());
+    assert!(check(&after, "bus", "records of the subject").found >= 2);
+    assert_eq!(
+        found(&after, "bus", "records that open to readable text"),
+        0
+    );
+    assert_eq!(found(&after, "vector_index", "points of the subject"), 0);
+}
