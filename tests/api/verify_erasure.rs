@@ -227,4 +227,13 @@ async fn verify_erasure_reads_kafka_and_qdrant() {
         0
     );
     assert_eq!(found(&after, "vector_index", "points of the subject"), 0);
+
+    // Brokers that do not answer are no "nothing found".
+    drop(kafka);
+    let unreachable = verify(&settings, &options).await.unwrap();
+    assert_eq!(unreachable.exit_code(), 2, "{}", unreachable.to_text());
+    let bus = check(&unreachable, "bus", "records of the subject");
+    assert_eq!(bus.outcome, Outcome::Failed);
+    // librdkafka's transport error, or no partition within the wait.
+    assert!(bus.note.is_some(), "{}", unreachable.to_text());
 }

@@ -629,8 +629,9 @@ fn dimension_of(name: &str) -> Option<usize> {
 }
 
 /// Per collection, the subject's points per tenant. The collections are
-/// one process's files: none is opened while a server runs on the data dir
-/// (and none can start meanwhile: the lock is held until they are closed).
+/// one process's files: none is opened while a server or a reindex runs on
+/// the data dir (and none can start meanwhile: their locks are held until
+/// the collections are closed).
 async fn edge_points(
     settings: &Settings,
     tenants: &[TenantId],
@@ -646,6 +647,10 @@ async fn edge_points(
             "a server is running on this data dir: stop it to count the points \
              (qdrant-edge collections are one process's files)"
         )
+    })?;
+    let reindex = std::fs::File::create(collections.path("reindex.lock"))?;
+    reindex.try_lock().map_err(|_| {
+        anyhow::anyhow!("a mnemo reindex is writing a collection: count the points after it")
     })?;
     let mut counted = Vec::new();
     for name in collections.list()? {
@@ -663,6 +668,7 @@ async fn edge_points(
         tokio::task::spawn_blocking(move || drop(index)).await?;
         counted.push((name, counts));
     }
+    drop(reindex);
     drop(lock);
     Ok(counted)
 }

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
-use mnemo_bus::{topics, Bus};
+use mnemo_bus::{topics, Subscription};
 use mnemo_config::Settings;
 use sqlx::SqlitePool;
 
@@ -76,7 +76,7 @@ async fn kafka_records(
         std::process::id(),
         chrono::Utc::now().timestamp_micros()
     );
-    let mut subscription = bus.subscribe(&group, &topics::ALL).await?;
+    let mut subscription = bus.join(&group, &topics::ALL).await?;
     let mut consumed: u64 = 0;
     let mut per_topic: BTreeMap<String, u64> = BTreeMap::new();
     let mut found = Vec::new();
@@ -93,6 +93,14 @@ async fn kafka_records(
             });
         }
     }
+    // Nothing read and no partition assigned: the group never joined, and
+    // "no record" would be a guess.
+    anyhow::ensure!(
+        consumed > 0 || !subscription.assignment()?.is_empty(),
+        "the consumer group {group} got no partition within {} s: are the brokers \
+         ({brokers}) reachable?",
+        KAFKA_FIRST_RECORD_WAIT.as_secs()
+    );
     drop(subscription);
     let read: Vec<String> = per_topic.iter().map(|(t, n)| format!("{t} {n}")).collect();
     Ok((
