@@ -18,3 +18,4 @@ mod reindex;
 mod review;
 mod roles;
 mod tenancy;
+mod verify_erasure;

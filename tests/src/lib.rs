@@ -7,7 +7,8 @@
 //!   embedded application on a random port and a temporary data dir);
 //! - `scale_out`: the four service binaries as processes over PostgreSQL,
 //!   Kafka's wire protocol and a Qdrant endpoint;
-//! - `restart`: `mnemo serve` killed with SIGKILL and restarted.
+//! - `restart`: `mnemo serve` killed with SIGKILL and restarted;
+//! - `verify_erasure`: `mnemo verify-erasure` on what `mnemo serve` left.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -6,9 +6,9 @@
 //! server), which parts a process builds for its [`Roles`] (ingest alone
 //! loads no embedder and opens no vector collection), and the product's
 //! commands that work on a data dir beside or instead of a server
-//! (`forget`, `reindex`). The `mnemo` CLI and the four service binaries
-//! depend on this crate, not on each other; evaluation and benchmark tools
-//! live in `tools/lab`, which no service binary links.
+//! (`forget`, `reindex`, `verify_erasure`). The `mnemo` CLI and the four
+//! service binaries depend on this crate, not on each other; evaluation and
+//! benchmark tools live in `tools/lab`, which no service binary links.
 
 pub mod application;
 pub mod forget;
@@ -19,6 +19,7 @@ pub mod service;
 pub mod stores;
 pub mod vectors;
 pub mod verifier;
+pub mod verify_erasure;
 
 pub use application::{Application, SERVE_LOCK_FILE};
 pub use roles::Roles;

@@ -120,6 +120,15 @@ impl Stores {
         }
     }
 
+    /// The PostgreSQL pools the stores use (scale-out), for tools that
+    /// query the tables themselves (`mnemo verify-erasure`).
+    pub fn postgres_pools(&self) -> Option<(&mnemo_pg::TenantPool, &mnemo_pg::SystemPool)> {
+        match &self.backend {
+            Backend::Sqlite(_) => None,
+            Backend::Postgres { tenant, system } => Some((tenant, system)),
+        }
+    }
+
     /// The in-process bus keeps its topics in SQLite: the data dir's
     /// database, also when the log is in PostgreSQL (one process only).
     pub async fn in_process_bus(&self, settings: &Settings) -> anyhow::Result<InProcessBus> {

@@ -152,20 +152,7 @@ impl QdrantVectorIndex {
             ));
         }
         let collection = collection_name(&settings.collection_prefix, space)?;
-        let client = Qdrant::from_url(&settings.url)
-            .api_key(
-                settings
-                    .api_key
-                    .as_ref()
-                    .map(|key| key.expose_secret().to_owned()),
-            )
-            .timeout(settings.timeout)
-            .connect_timeout(settings.connect_timeout)
-            // The client's own check blocks a thread and prints to stdout;
-            // `connect` checks the version itself, through tracing.
-            .skip_compatibility_check()
-            .build()
-            .map_err(backend)?;
+        let client = client(settings)?;
         // Tokenisation runs jieba's dictionary load once: off the runtime.
         let bm25 = tokio::task::spawn_blocking(bm25::model)
             .await
@@ -212,6 +199,26 @@ impl QdrantVectorIndex {
             .store(created, std::sync::atomic::Ordering::Relaxed);
         debug!(collection = %index.inner.collection, dimension, "qdrant vector index ready");
         Ok(index)
+    }
+
+    /// The embedding spaces that have a collection on the server under
+    /// `settings.collection_prefix` (the names `connect` takes), sorted.
+    /// Read-only: for tools that look at every space, as `mnemo
+    /// verify-erasure` does, without creating one.
+    pub async fn spaces(settings: &QdrantSettings) -> Result<Vec<String>, VectorIndexError> {
+        let listed = client(settings)?.list_collections().await.map_err(server)?;
+        let mut spaces: Vec<String> = listed
+            .collections
+            .into_iter()
+            .filter_map(|c| {
+                c.name
+                    .strip_prefix(settings.collection_prefix.as_str())
+                    .map(str::to_owned)
+            })
+            .filter(|space| !space.is_empty())
+            .collect();
+        spaces.sort();
+        Ok(spaces)
     }
 
     /// Whether this connect created the collection: a new embedding space,
@@ -296,6 +303,24 @@ impl QdrantVectorIndex {
         }
         Ok(())
     }
+}
+
+/// A client of the configured server.
+fn client(settings: &QdrantSettings) -> Result<Qdrant, VectorIndexError> {
+    Qdrant::from_url(&settings.url)
+        .api_key(
+            settings
+                .api_key
+                .as_ref()
+                .map(|key| key.expose_secret().to_owned()),
+        )
+        .timeout(settings.timeout)
+        .connect_timeout(settings.connect_timeout)
+        // The client's own check blocks a thread and prints to stdout;
+        // `connect` checks the version itself, through tracing.
+        .skip_compatibility_check()
+        .build()
+        .map_err(backend)
 }
 
 /// How many times `connect` tries the collection check again while another

@@ -760,8 +760,30 @@ impl Collections for FakeQdrant {
         })
     }
 
+    fn list<'life0, 'async_trait>(
+        &'life0 self,
+        _request: Request<grpc::ListCollectionsRequest>,
+    ) -> BoxedReply<'async_trait, grpc::ListCollectionsResponse>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        Box::pin(async move {
+            let collections = self
+                .collections
+                .lock()
+                .unwrap()
+                .keys()
+                .map(|name| grpc::CollectionDescription { name: name.clone() })
+                .collect();
+            Ok(Response::new(grpc::ListCollectionsResponse {
+                collections,
+                ..Default::default()
+            }))
+        })
+    }
+
     unimplemented_rpcs! {
-        list(ListCollectionsRequest) -> ListCollectionsResponse;
         update(UpdateCollection) -> CollectionOperationResponse;
         update_aliases(ChangeAliases) -> CollectionOperationResponse;
         list_collection_aliases(ListCollectionAliasesRequest) -> ListAliasesResponse;
@@ -846,5 +868,29 @@ mod contract {
             .await
             .unwrap();
         assert!(!again.created_collection());
+    }
+
+    #[tokio::test]
+    async fn spaces_lists_the_collections_under_the_prefix() {
+        let mut settings = fresh_server().await;
+        settings.collection_prefix = "prod-".into();
+        assert!(QdrantVectorIndex::spaces(&settings)
+            .await
+            .unwrap()
+            .is_empty());
+        for space in ["b__16", "a__16"] {
+            QdrantVectorIndex::connect(&settings, space, DIMENSION)
+                .await
+                .unwrap();
+        }
+        let mut other = settings.clone();
+        other.collection_prefix = "test-".into();
+        QdrantVectorIndex::connect(&other, "c__16", DIMENSION)
+            .await
+            .unwrap();
+        assert_eq!(
+            QdrantVectorIndex::spaces(&settings).await.unwrap(),
+            ["a__16", "b__16"]
+        );
     }
 }

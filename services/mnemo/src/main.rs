@@ -1,7 +1,9 @@
 //! `mnemo`: the command line. Thin on purpose: parse the
-//! command line, set up telemetry, load settings, run.
+//! command line, set up telemetry, load settings, run. Errors exit 1,
+//! except for `verify-erasure`, whose 1 means "found": its errors exit 2.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -77,6 +79,31 @@ enum Command {
     Reindex {
         #[arg(long)]
         data_dir: Option<PathBuf>,
+    },
+    /// Check that a data subject left nothing readable at rest: a live data
+    /// key, events or bus records that still open, projection rows, vector
+    /// points and, with --canary, plaintext bytes in the data dir and in
+    /// PostgreSQL. Exit 0: nothing found; 1: something found; 2: a usage or
+    /// configuration error, or a check that could not run.
+    VerifyErasure {
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        #[arg(long)]
+        subject: String,
+        /// Only this tenant [default: every tenant the subject is found in].
+        #[arg(long)]
+        tenant: Option<String>,
+        /// A text known to be in the subject's content (repeat; at least 4
+        /// bytes). Matched ignoring ASCII case; reported by index, never printed.
+        #[arg(long = "canary")]
+        canaries: Vec<String>,
+        /// PostgreSQL's data directory, when the server is local and
+        /// readable: its files are byte-scanned for the canaries too.
+        #[arg(long)]
+        pg_data_dir: Option<PathBuf>,
+        /// The report as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Development helpers.
     Dev {
@@ -215,8 +242,57 @@ fn init_telemetry(settings: &Settings) -> anyhow::Result<mnemo_telemetry::Teleme
     .context("cannot set up telemetry")
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::VerifyErasure { .. } = cli.command {
+        // Its own exit codes: 1 is "found", so every error is 2.
+        return match verify_erasure(cli) {
+            Ok(code) => ExitCode::from(code),
+            Err(error) => {
+                eprintln!("Error: {error:?}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("Error: {error:?}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn verify_erasure(cli: Cli) -> anyhow::Result<u8> {
+    let Command::VerifyErasure {
+        data_dir,
+        subject,
+        tenant,
+        canaries,
+        pg_data_dir,
+        json,
+    } = cli.command
+    else {
+        unreachable!("called for verify-erasure only");
+    };
+    let settings = settings(&cli.config, data_dir, None)?;
+    let _telemetry = init_telemetry(&settings)?;
+    let options = mnemo_app::verify_erasure::VerifyOptions {
+        subject: SubjectId::parse(subject).context("invalid --subject")?,
+        tenant: tenant
+            .map(TenantId::parse)
+            .transpose()
+            .context("invalid --tenant")?,
+        canaries,
+        pg_data_dir,
+    };
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(mnemo_app::verify_erasure::run(&settings, &options, json))
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -263,6 +339,7 @@ fn main() -> anyhow::Result<()> {
             let _telemetry = init_telemetry(&settings)?;
             runtime.block_on(migrate(&settings))
         }
+        Command::VerifyErasure { .. } => unreachable!("main runs verify-erasure itself"),
     }
 }
 
