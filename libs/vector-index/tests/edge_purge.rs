@@ -254,3 +254,41 @@ async fn opening_deletes_what_a_crashed_purge_left() {
         ["SHARD", "mnemo-vector-index.json", "shard.1"]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn searches_go_on_while_a_purge_swaps_the_shard() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("space__16");
+    let index = std::sync::Arc::new(EdgeVectorIndex::open(&dir, DIMENSION).unwrap());
+    let (t, bobs) = alice_and_bob(&index).await;
+    let crowd: Vec<Point> = (0..400)
+        .map(|n| tagged(&t, &subject("crowd"), "crowd noise", n % DIMENSION, "crowd"))
+        .collect();
+    index.upsert(&t, crowd).await.unwrap();
+    index.delete_subject(&t, &subject("alice")).await.unwrap();
+
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (index, done, t) = (index.clone(), done.clone(), t.clone());
+        tokio::spawn(async move {
+            let mut searches = 0;
+            while !done.load(std::sync::atomic::Ordering::Acquire) || searches == 0 {
+                let hits = index.search(&t, &keyword("bassoon")).await.unwrap();
+                assert_eq!(
+                    hits.len(),
+                    2,
+                    "every search sees Bob's points, before and after"
+                );
+                searches += 1;
+            }
+            searches
+        })
+    };
+    let purged = index.purge_deleted().await.unwrap();
+    done.store(true, std::sync::atomic::Ordering::Release);
+    assert!(reader.await.unwrap() > 0);
+    assert_eq!(purged, Purge::Purged { live_points: 402 });
+    let hits = index.search(&t, &keyword("bassoon")).await.unwrap();
+    assert!(hits.iter().all(|h| bobs.iter().any(|b| b.id == h.id)));
+    assert_eq!(files_holding(&dir, ALICE_CANARY), Vec::<PathBuf>::new());
+}
