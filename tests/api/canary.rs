@@ -249,7 +249,7 @@ async fn erase_and_scan(app: TestApp, token: &str) {
     assert!(
         steps
             .iter()
-            .any(|s| s["store"] == "event_log" && s["count"].as_u64() >= Some(1)),
+            .any(|s| s["store"] == "event_log_legacy" && s["count"].as_u64() >= Some(1)),
         "the legacy event was redacted: {steps:?}"
     );
     let dir = app.stop().await;

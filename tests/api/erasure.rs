@@ -1,7 +1,9 @@
 //! Erasure: the raw database never holds plaintext of what was posted
-//! (before the erasure everything is sealed, afterwards the keys are
-//! gone and the rows deleted), export returns nothing of the subject, other subjects are
-//! untouched, and the receipt says what was destroyed where. Erased stays
+//! (before the erasure everything is sealed, afterwards the keys are gone
+//! and the rows deleted), no file of the vector index holds the subject's
+//! points (not even their tag tokens), export
+//! returns nothing of the subject, other subjects are untouched, and the
+//! receipt says what was destroyed where, one step per store. Erased stays
 //! erased: the subject's memories and reviews are gone (410) for reads and
 //! writes alike, and a later post for the same subject id starts afresh.
 
@@ -24,6 +26,25 @@ fn database_bytes(dir: &std::path::Path) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// How many files under `dir` (recursively) hold `needle`.
+fn files_holding(dir: &std::path::Path, needle: &str) -> usize {
+    let mut found = 0;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if std::fs::read(&path)
+                .is_ok_and(|bytes| memchr::memmem::find(&bytes, needle.as_bytes()).is_some())
+            {
+                found += 1;
+            }
+        }
+    }
+    found
+}
+
 #[tokio::test]
 async fn erasure_shreds_the_subject_everywhere_and_leaves_others_alone() {
     let app = spawn_app().await;
@@ -39,9 +60,22 @@ async fn erasure_shreds_the_subject_everywhere_and_leaves_others_alone() {
         json!([{"role": "user", "content": format!("remember {}", secrets[0]), "id": "m1"}]),
     )
     .await;
-    let id = app
-        .memory(&token, "erase-me", &format!("note {}", secrets[1]))
+    // The vector index stores a tag as its keyed token in the point's
+    // payload (and so in its WAL and segments): the token's bytes are what
+    // the purge must remove.
+    let vector_canary = "vector-tag-canary-5521";
+    let created = app
+        .create_memory(
+            &token,
+            "erase-me",
+            json!({"content": format!("note {}", secrets[1]), "kind": "fact", "tags": [vector_canary]}),
+        )
         .await;
+    assert_eq!(created.status(), 201);
+    let id = created.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     app.call(
         Method::PATCH,
         &format!("/v1/memories/{id}"),
@@ -69,27 +103,74 @@ async fn erasure_shreds_the_subject_everywhere_and_leaves_others_alone() {
         "the scan reads the database files (else this test proves nothing)"
     );
     for bytes in &before {
-        for secret in secrets {
+        for secret in secrets.iter().chain([&vector_canary]) {
             assert!(
                 !contains(bytes, secret.as_bytes()),
                 "{secret} in clear before erasure"
             );
         }
     }
+    let tag_token = app
+        .log
+        .cipher()
+        .live_token(
+            &TenantId::parse("acme").unwrap(),
+            &SubjectId::parse("erase-me").unwrap(),
+            mnemo_crypto::TokenPurpose::Tag,
+            vector_canary,
+        )
+        .await
+        .unwrap()
+        .expect("the subject has a key");
+    let vectors = app.dir.path().join("vectors");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    assert_eq!(files_holding(&vectors, vector_canary), 0, "only its token");
+    while files_holding(&vectors, &tag_token) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the vector index holds the tag's token before erasure (else this test proves nothing)"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 
     let status = app.erase(&token, "erase-me").await;
     let receipt = &status["receipt"];
     assert_eq!(receipt["subject"], "erase-me");
     let steps: Vec<&Value> = receipt["steps"].as_array().unwrap().iter().collect();
-    assert!(steps
-        .iter()
-        .any(|s| s["store"] == "subject_keys" && s["count"] == 1));
-    assert!(steps
-        .iter()
-        .any(|s| s["store"] == "memory_read_model" && s["count"] == 1));
+    let stores: Vec<&str> = steps.iter().map(|s| s["store"].as_str().unwrap()).collect();
+    assert_eq!(
+        stores,
+        [
+            "subject_keys",
+            "event_log",
+            "bus",
+            "event_log_legacy",
+            "vector_index",
+            "pipeline_state",
+            "memory_read_model"
+        ],
+        "one step per store, the key first and the read model last"
+    );
+    let step = |store: &str| *steps.iter().find(|s| s["store"] == store).unwrap();
+    assert_eq!(step("subject_keys")["count"], 1);
+    assert_eq!(step("memory_read_model")["count"], 1);
     assert_eq!(
         receipt["events_shredded"], 3,
         "one message, a creation and a revision"
+    );
+    assert_eq!(step("event_log")["count"], 3);
+    assert_eq!(step("bus")["count"], 3);
+    assert!(step("bus")["note"]
+        .as_str()
+        .unwrap()
+        .contains("in-process bus"));
+    assert_eq!(step("vector_index")["action"], "points_purged");
+    assert_eq!(step("vector_index")["count"], 1);
+    assert!(step("vector_index")["note"].is_null(), "nothing remains");
+    assert_eq!(
+        files_holding(&vectors, &tag_token),
+        0,
+        "no file of the vector index holds the erased point"
     );
 
     // No plaintext of the subject anywhere in the database files.
@@ -379,10 +460,7 @@ async fn consolidating_an_erased_subject_with_nothing_posted_since_is_gone() {
     let before = event_count(&app, "acme").await;
     assert_error(consolidate(&app, &token, "u").await, 410, "subject_erased").await;
     assert_eq!(event_count(&app, "acme").await, before);
-    // A memory citing a message from before the erasure is refused too:
-    // that id's token was made with the destroyed key, so it is as unknown
-    // as one never posted (mnemo cannot tell them apart, by design). The
-    // refusal makes no key, so consolidating is still gone afterwards.
+    // A memory citing a message from before the erasure is refused too.
     let from_before = app
         .create_memory(
             &token,
@@ -390,9 +468,8 @@ async fn consolidating_an_erased_subject_with_nothing_posted_since_is_gone() {
             json!({"content": "lives in Lyon", "kind": "fact", "sources": ["m1"]}),
         )
         .await;
-    assert_error(from_before, 422, "unknown_source").await;
+    assert_error(from_before, 410, "subject_erased").await;
     assert_eq!(event_count(&app, "acme").await, before);
-    assert_error(consolidate(&app, &token, "u").await, 410, "subject_erased").await;
 }
 
 /// Polls until the subject's memories mention each of `topics`.

@@ -24,7 +24,7 @@ use mnemo_forgetter::legacy::LegacyLogRedaction;
 use mnemo_forgetter::retention::Retention;
 use mnemo_forgetter::targets::{PipelineStateErasure, ReadModelErasure, VectorIndexErasure};
 use mnemo_forgetter::usage::AccessSignals;
-use mnemo_forgetter::ErasureExecutor;
+use mnemo_forgetter::{BusCopies, ErasureExecutor};
 use mnemo_http::health::{self, Health};
 use mnemo_http::{extractor_configs, json_error_bodies, limit_request_headers, observe_requests};
 use mnemo_ingest::{IngestState, Scrubbers};
@@ -68,6 +68,9 @@ pub struct Application {
     roles: Roles,
     relay: Arc<Relay>,
     bus: Arc<dyn Bus>,
+    /// Where that bus keeps copies of the log's events: the erasure
+    /// receipt's `bus` step.
+    bus_copies: BusCopies,
     log: SealedLog,
     stores: Arc<Stores>,
     vectors: Option<Vectors>,
@@ -90,7 +93,7 @@ impl Application {
         let metrics = Arc::new(Metrics::new().context("cannot register metrics")?);
         let stores = Arc::new(Stores::open(&settings, master.clone()).await?);
         let log = SealedLog::new(stores.store.clone(), stores.cipher.clone());
-        let bus = open_bus(&settings, &stores).await?;
+        let (bus, bus_copies) = open_bus(&settings, &stores).await?;
         let relay = Arc::new(Relay::new(
             stores.store.clone(),
             bus.clone(),
@@ -142,6 +145,7 @@ impl Application {
             roles,
             relay,
             bus,
+            bus_copies,
             log,
             stores,
             vectors,
@@ -248,6 +252,7 @@ impl Application {
     ) {
         let erasure = Arc::new(ErasureExecutor::new(
             self.log.clone(),
+            self.bus_copies.clone(),
             vec![
                 Arc::new(LegacyLogRedaction {
                     store: self.log.store().clone(),
@@ -328,19 +333,39 @@ fn lock_data_dir(settings: &Settings) -> anyhow::Result<std::fs::File> {
     Ok(serve_lock)
 }
 
-/// Kafka when brokers are configured, else the in-process bus.
-async fn open_bus(settings: &Settings, stores: &Stores) -> anyhow::Result<Arc<dyn Bus>> {
+/// Kafka when brokers are configured, else the in-process bus; and where
+/// it keeps copies of the log's events.
+async fn open_bus(
+    settings: &Settings,
+    stores: &Stores,
+) -> anyhow::Result<(Arc<dyn Bus>, BusCopies)> {
     let Some(kafka) = &settings.kafka else {
-        return Ok(Arc::new(stores.in_process_bus(settings).await?));
+        return Ok((
+            Arc::new(stores.in_process_bus(settings).await?),
+            BusCopies::InProcess,
+        ));
     };
     let config = mnemo_bus::kafka::KafkaConfig::new(kafka.brokers.clone());
+    // The topics a log event (or its dead letter) is published to; access
+    // signals are not log events and hold no content.
+    let copies = BusCopies::Kafka {
+        topics: [
+            topics::MESSAGES,
+            topics::MEMORY_EVENTS,
+            topics::SUBJECT_EVENTS,
+            topics::DEAD_LETTERS,
+        ]
+        .map(|topic| config.qualified(topic))
+        .to_vec(),
+    };
     // Creates only what is missing: a no-op where the operator created the
     // topics (with their replication) beforehand.
     mnemo_bus::kafka::create_all_topics(&config, kafka.partitions, 1)
         .await
         .context("cannot create the Kafka topics")?;
-    Ok(Arc::new(
-        mnemo_bus::kafka::KafkaBus::new(config).context("cannot set up Kafka")?,
+    Ok((
+        Arc::new(mnemo_bus::kafka::KafkaBus::new(config).context("cannot set up Kafka")?),
+        copies,
     ))
 }
 

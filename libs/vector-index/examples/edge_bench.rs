@@ -2,7 +2,9 @@
 //! L2-normalised 384-d points with short synthetic texts for one tenant and
 //! prints p50/p99 of dense, sparse and hybrid searches through the
 //! `VectorIndex` trait (embedding excluded), before and after `optimize`,
-//! tenant-wide and for one subject.
+//! tenant-wide and for one subject; and what an erasure's purge costs
+//! (`purge_deleted` after deleting one subject), on plain and on optimised
+//! segments.
 //!
 //! ```text
 //! cargo run --release -p mnemo-vector-index --example edge_bench [SIZES] [QUERIES]
@@ -218,6 +220,7 @@ async fn bench(size: usize, queries: usize) {
         size as u64 / SUBJECTS
     );
     measure(&index, &tenant, &mut rng, &words, queries, Some(&subject)).await;
+    purge(&index, &tenant, "subject-3", "plain segments").await;
 
     let started = Instant::now();
     index.optimize().await.unwrap();
@@ -268,11 +271,33 @@ async fn bench(size: usize, queries: usize) {
         );
     }
     index.flush().await.unwrap();
+    purge(&index, &tenant, "subject-5", "optimised segments").await;
     let (apparent, allocated, wal_files) = disk_usage(dir.path());
     println!(
         "  disk: {:.0} MiB allocated ({:.0} MiB apparent), {wal_files} WAL files",
         allocated as f64 / 1_048_576.0,
         apparent as f64 / 1_048_576.0
+    );
+}
+
+/// An erasure's work on the index: one subject deleted, then the purge
+/// (a fresh shard with the live points; HNSW rebuilt when it was built).
+async fn purge(index: &EdgeVectorIndex, tenant: &TenantId, subject: &str, segments: &str) {
+    let subject = SubjectId::parse(subject).unwrap();
+    let started = Instant::now();
+    let deleted = index.delete_subject(tenant, &subject).await.unwrap();
+    let deleted_in = started.elapsed();
+    let started = Instant::now();
+    let purge = index.purge_deleted().await.unwrap();
+    let purged_in = started.elapsed();
+    let stats = index.stats().await.unwrap();
+    println!(
+        "  erasure on {segments}: delete_subject {deleted} points {:.0} ms, purge {:.2} s \
+         ({purge:?}; then {} segments, {} HNSW-indexed vectors)",
+        millis(deleted_in),
+        purged_in.as_secs_f64(),
+        stats.segments,
+        stats.indexed_vectors
     );
 }
 

@@ -4,7 +4,9 @@
 //! A collection is a qdrant-edge shard in `DATA_DIR/vectors/<dir>`, where
 //! `<dir>` is the embedding space's collection name (`model__dimension`),
 //! optionally followed by a generation (`.g<unix ms>`) when it was built by
-//! replaying the log. `vectors/ACTIVE` names the directory the server
+//! replaying the log. (Inside it, an erasure's purge moves the shard into a
+//! `shard.<n>` subdirectory; that is `EdgeVectorIndex`'s business, and the
+//! collection directory stays the unit everything here works on.) `vectors/ACTIVE` names the directory the server
 //! serves from. A directory holding `replay.json` was built by a replay and
 //! is complete up to the position it records (when `complete` is true); the
 //! server catches such a collection up from that position when it takes it

@@ -2,18 +2,29 @@
 //!
 //! qdrant-edge 0.7.0 is a synchronous library, so every call runs on
 //! tokio's blocking pool (`spawn_blocking`) with the shard behind an `Arc`.
-//! Reads run concurrently; writes, flushes and optimisation take one writer
-//! lock because the engine's `flush` panics if the WAL or the segment holder
-//! is busy, and because a few writes are check-then-act (an id owned by
-//! another tenant, the count of an erasure).
+//! Reads run concurrently; writes, flushes, optimisation and purges take one
+//! writer lock because the engine's `flush` panics if the WAL or the segment
+//! holder is busy, and because a few writes are check-then-act (an id owned
+//! by another tenant, the count of an erasure, the copy of a purge).
 //!
 //! The engine facts the adapter is built around are on [`EdgeVectorIndex`].
+//!
+//! Where the shard lives: at first in the index directory itself; after a
+//! purge in a subdirectory `shard.<n>` that the file `SHARD` names. A purge
+//! builds the next `shard.<n+1>` beside the served one, points `SHARD` at it
+//! (write, fsync, rename: the commit) and deletes the former shard; opening
+//! deletes whatever a crash left of either, so the directory never holds
+//! more than the shard `SHARD` names (or the one in place, before any
+//! purge).
 
 use std::fs;
+use std::io::Write as _;
 use std::mem::ManuallyDrop;
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use mnemo_domain::{MemoryId, SubjectId, TenantId};
@@ -22,18 +33,18 @@ use qdrant_edge::{
     CountRequest, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
     EdgeVectorParams, FieldIndexOperations, Filter, JsonPath, Modifier, NamedQuery, Payload,
     PayloadFieldSchema, PayloadOps, PointId, PointInsertOperations, PointOperations, PointStruct,
-    QueryEnum, QueryRequest, ScoredPoint, ScoringQuery, ScrollRequest, SetPayloadOp, SparseVector,
-    UpdateOperation, Vector, VectorInternal, VectorStructInternal, Vectors, WithPayloadInterface,
-    WithVector,
+    QueryEnum, QueryRequest, Record, ScoredPoint, ScoringQuery, ScrollRequest, SetPayloadOp,
+    SparseVector, UpdateOperation, Vector, VectorInternal, VectorStructInternal, Vectors,
+    WithPayloadInterface, WithVector,
 };
 use serde_json::{json, Value};
-use tracing::debug;
+use tracing::{debug, info};
 
 use crate::checks::{check_dense, check_payload_tenant, check_point, same_tenant};
 use crate::fusion::{self, Fused};
 use crate::payload::{self, fields};
 use crate::{
-    bm25, Hit, Point, PointPayload, SearchMode, SearchRequest, VectorIndex, VectorIndexError,
+    bm25, Hit, Point, PointPayload, Purge, SearchMode, SearchRequest, VectorIndex, VectorIndexError,
 };
 
 pub(crate) const DENSE: &str = "dense";
@@ -48,6 +59,29 @@ const MARKER_FORMAT: u64 = 1;
 /// Written by qdrant-edge when a shard is created.
 const EDGE_CONFIG_FILE: &str = "edge_config.json";
 
+/// Names the subdirectory the served shard lives in, once a purge moved it
+/// there; without it the shard is the index directory itself.
+const SHARD_POINTER_FILE: &str = "SHARD";
+/// A purge's shard directory is `shard.<n>`, `n` one more each purge.
+const SHARD_DIR_PREFIX: &str = "shard.";
+
+/// What qdrant-edge 0.7.0 keeps in a shard directory (`shard/files`,
+/// `edge/mod.rs` of its source). Deleted from the index directory once the
+/// shard lives in a subdirectory: they are the former shard.
+const ENGINE_ENTRIES: [&str; 8] = [
+    "wal",
+    "segments",
+    "temp_segments",
+    EDGE_CONFIG_FILE,
+    "payload_index.json",
+    "newest_clocks.json",
+    "oldest_clocks.json",
+    "applied_seq.json",
+];
+
+/// Points copied per engine write by a purge.
+const PURGE_BATCH: usize = 512;
+
 /// [`VectorIndex`] on an in-process qdrant-edge shard.
 ///
 /// One instance per directory: the engine locks its WAL directory, so a
@@ -58,13 +92,19 @@ const EDGE_CONFIG_FILE: &str = "edge_config.json";
 ///   survive a crash. So every write flushes before it returns (see
 ///   [`EdgeVectorIndex::set_durable_writes`]), and dropping the index
 ///   flushes too.
-/// - The WAL is written but never truncated (nothing acknowledges it), so
-///   its files grow with every write and keep deleted points' payloads and
-///   vectors. Rebuilding the index into a fresh directory is the only way
-///   to shed them; an erasure receipt should say so.
+/// - The WAL is written but never truncated: the shard keeps it private and
+///   never acknowledges it (and an acknowledgement would only drop whole
+///   closed WAL segments), so its files grow with every write and keep
+///   deleted points' payloads and vectors. Nor can it be emptied under a
+///   live shard: a segment ignores an operation numbered below the point's
+///   stored version, and a new WAL numbers from zero again.
 /// - Nothing optimises in the background. New points go to a plain
 ///   (brute-force) segment until [`EdgeVectorIndex::optimize`] builds HNSW.
-///   A deleted point is only marked deleted in its segment.
+///   A deleted point is only marked deleted in its segment (its payload,
+///   vectors and payload index entries stay), and a vacuum only rewrites
+///   segments past a threshold of deleted points.
+/// - Hence [`VectorIndex::purge_deleted`] rebuilds: it copies the live
+///   points into a fresh shard (new WAL, new segments) and swaps it in.
 /// - Payload indexes are applied to existing segments only, so they are
 ///   (idempotently) re-created on every open.
 #[derive(Clone)]
@@ -73,12 +113,15 @@ pub struct EdgeVectorIndex {
 }
 
 struct Inner {
-    /// Dropped by hand in `Drop for Inner`: see there.
-    shard: ManuallyDrop<EdgeShard>,
+    /// The shard served. A purge replaces it whole (under the writer lock);
+    /// a read clones the `Arc` and works on the shard it got.
+    shard: RwLock<Arc<Shard>>,
     bm25: EdgeBm25,
     dimension: usize,
+    /// The index directory (the shard is in it, or is it: see the module
+    /// docs).
     dir: PathBuf,
-    /// Serialises writes, flushes and optimisation; guards no data.
+    /// Serialises writes, flushes, optimisation and purges; guards no data.
     writer: Mutex<()>,
     /// Flush after every write (see [`EdgeVectorIndex::set_durable_writes`]).
     durable_writes: AtomicBool,
@@ -88,7 +131,31 @@ struct Inner {
     dirty: AtomicBool,
 }
 
-impl Drop for Inner {
+/// An open qdrant-edge shard and the directory it lives in.
+struct Shard {
+    /// Dropped by hand in `Drop for Shard`: see there.
+    engine: ManuallyDrop<EdgeShard>,
+    path: PathBuf,
+}
+
+impl Shard {
+    fn new(engine: EdgeShard, path: &Path) -> Self {
+        Shard {
+            engine: ManuallyDrop::new(engine),
+            path: path.to_path_buf(),
+        }
+    }
+}
+
+impl Deref for Shard {
+    type Target = EdgeShard;
+
+    fn deref(&self) -> &EdgeShard {
+        &self.engine
+    }
+}
+
+impl Drop for Shard {
     fn drop(&mut self) {
         // qdrant-edge flushes in its own Drop and panics on an I/O error.
         // When the directory is gone (a removed data dir, a test's temporary
@@ -96,18 +163,18 @@ impl Drop for Inner {
         // its last handle would take the runtime's shutdown down with it:
         // leak the shard then. Writes are flushed as they happen (durable
         // writes), so nothing that was acknowledged is lost either way.
-        if !self.dir.exists() {
-            tracing::warn!(dir = %self.dir.display(), "vector index directory vanished; not flushing on close");
+        if !self.path.exists() {
+            tracing::warn!(dir = %self.path.display(), "vector index directory vanished; not flushing on close");
             return;
         }
         // The directory can also vanish while the engine flushes (a
         // temporary dir removed during shutdown): contain that panic too.
         let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            // SAFETY: `shard` is never used again: this is the owner's drop.
-            unsafe { ManuallyDrop::drop(&mut self.shard) }
+            // SAFETY: `engine` is never used again: this is the owner's drop.
+            unsafe { ManuallyDrop::drop(&mut self.engine) }
         }));
         if dropped.is_err() {
-            tracing::warn!(dir = %self.dir.display(), "vector index flush on close failed");
+            tracing::warn!(dir = %self.path.display(), "vector index flush on close failed");
         }
     }
 }
@@ -119,6 +186,12 @@ impl Inner {
         self.writer
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The shard served now. A write holds the writer lock, under which the
+    /// shard is never replaced, so all its steps see the same shard.
+    fn shard(&self) -> Arc<Shard> {
+        Arc::clone(&self.shard.read().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
@@ -150,17 +223,25 @@ impl EdgeVectorIndex {
         check_or_write_marker(dir)?;
         let bm25 = bm25::model()?;
 
-        let shard = if dir.join(EDGE_CONFIG_FILE).exists() {
-            EdgeShard::load(dir, None).map_err(backend)?
-        } else {
+        let shard_path = served_shard_path(dir)?;
+        remove_former_shards(dir, &shard_path)?;
+        let shard = if shard_path.join(EDGE_CONFIG_FILE).exists() {
+            EdgeShard::load(&shard_path, None).map_err(backend)?
+        } else if shard_path == dir {
             EdgeShard::new(dir, shard_config(dimension)).map_err(backend)?
+        } else {
+            return Err(VectorIndexError::Corrupt(format!(
+                "{SHARD_POINTER_FILE} names {}, which holds no shard",
+                shard_path.display()
+            )));
         };
+        let shard = Shard::new(shard, &shard_path);
         check_shard_config(&shard, dimension)?;
         ensure_payload_indexes(&shard)?;
         debug!(dir = %dir.display(), dimension, "vector index opened");
         Ok(Self {
             inner: Arc::new(Inner {
-                shard: ManuallyDrop::new(shard),
+                shard: RwLock::new(Arc::new(shard)),
                 bm25,
                 dimension,
                 dir: dir.to_path_buf(),
@@ -195,15 +276,16 @@ impl EdgeVectorIndex {
     /// while it runs; searches do not. Returns whether anything changed.
     ///
     /// It is not an erasure tool: a vacuum only happens above the threshold,
-    /// and the WAL keeps every write (see the module docs). Physically
-    /// shedding deleted points means rebuilding into a fresh directory.
+    /// and the WAL keeps every write (see the type's docs); that is
+    /// [`VectorIndex::purge_deleted`]'s job.
     pub async fn optimize(&self) -> Result<bool, VectorIndexError> {
         self.blocking(|inner| {
             let writer = inner.write_lock();
+            let shard = inner.shard();
             inner.dirty.store(true, Ordering::Release);
-            let changed = inner.shard.optimize().map_err(backend)?;
+            let changed = shard.optimize().map_err(backend)?;
             // A rewrite may have created segments the indexes are missing on.
-            ensure_payload_indexes(&inner.shard)?;
+            ensure_payload_indexes(&shard)?;
             if inner.durable_writes.load(Ordering::Relaxed) {
                 inner.flush_locked(&writer)?;
             }
@@ -216,7 +298,7 @@ impl EdgeVectorIndex {
     /// (approximate) and HNSW-indexed vectors.
     pub async fn stats(&self) -> Result<EdgeStats, VectorIndexError> {
         self.blocking(|inner| {
-            let info = inner.shard.info();
+            let info = inner.shard().info();
             Ok(EdgeStats {
                 segments: info.segments_count,
                 points: info.points_count,
@@ -369,6 +451,185 @@ pub(crate) fn memory_id(id: &PointId) -> Result<MemoryId, VectorIndexError> {
     }
 }
 
+/// `EdgeShard::flush` panics on an I/O error instead of returning it: keep
+/// the panic inside this blocking task and report it.
+fn flush_shard(shard: &EdgeShard) -> Result<(), VectorIndexError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shard.flush()))
+        .map_err(|_| backend("flush failed"))
+}
+
+/// The directory of the shard `dir` serves: the one `SHARD` names, else
+/// `dir` itself.
+fn served_shard_path(dir: &Path) -> Result<PathBuf, VectorIndexError> {
+    match fs::read_to_string(dir.join(SHARD_POINTER_FILE)) {
+        Ok(raw) => {
+            let name = raw.trim();
+            if shard_generation(name).is_none() {
+                return Err(VectorIndexError::Corrupt(format!(
+                    "{SHARD_POINTER_FILE} names {name:?}, not a shard directory"
+                )));
+            }
+            Ok(dir.join(name))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(dir.to_path_buf()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `shard.7` → 7.
+fn shard_generation(name: &str) -> Option<u64> {
+    name.strip_prefix(SHARD_DIR_PREFIX)?.parse().ok()
+}
+
+/// The directory name a purge builds into: one generation past the served
+/// shard's.
+fn next_shard_name(dir: &Path, served: &Path) -> String {
+    let generation = if served == dir {
+        0
+    } else {
+        served
+            .file_name()
+            .and_then(|name| name.to_str())
+            .and_then(shard_generation)
+            .unwrap_or(0)
+    };
+    format!("{SHARD_DIR_PREFIX}{}", generation + 1)
+}
+
+/// Points `SHARD` at `name`, atomically (write, fsync, rename, fsync the
+/// directory): the commit point of a purge.
+fn write_shard_pointer(dir: &Path, name: &str) -> Result<(), VectorIndexError> {
+    let temporary = dir.join(format!("{SHARD_POINTER_FILE}.tmp"));
+    let mut file = fs::File::create(&temporary)?;
+    writeln!(file, "{name}")?;
+    file.sync_all()?;
+    fs::rename(&temporary, dir.join(SHARD_POINTER_FILE))?;
+    fs::File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+/// Deletes every shard in `dir` but the served one at `served`: a former
+/// shard in `dir` itself (its engine files), former or unfinished `shard.<n>`
+/// directories, a pointer that was never renamed. What a purge leaves
+/// behind it, or a crash in the middle of one.
+fn remove_former_shards(dir: &Path, served: &Path) -> Result<(), VectorIndexError> {
+    let mut removed = false;
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let former = if shard_generation(&name).is_some() {
+            path != served
+        } else {
+            name == format!("{SHARD_POINTER_FILE}.tmp")
+                || (served != dir && ENGINE_ENTRIES.contains(&name.as_ref()))
+        };
+        if !former {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            fs::remove_dir_all(&path)?;
+        } else {
+            fs::remove_file(&path)?;
+        }
+        removed = true;
+    }
+    if removed {
+        fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+/// A fresh shard at `path` with the live points of `former`, its payload
+/// indexes and, when `former` was optimised, its HNSW graphs; flushed. The
+/// sparse vectors are copied as stored, not recomputed. Fails rather than
+/// return a shard that holds fewer points than `former`.
+fn copy_live_points(former: &EdgeShard, path: &Path) -> Result<(Shard, u64), VectorIndexError> {
+    fs::create_dir_all(path)?;
+    let config = former.config().clone();
+    let shard = Shard::new(EdgeShard::new(path, config).map_err(backend)?, path);
+    // Before the points: indexes apply to the segments that exist.
+    ensure_payload_indexes(&shard)?;
+    let mut offset = None;
+    let mut copied = 0u64;
+    loop {
+        let (records, next) = former
+            .scroll(ScrollRequest {
+                offset,
+                limit: Some(PURGE_BATCH),
+                filter: None,
+                with_payload: Some(WithPayloadInterface::Bool(true)),
+                with_vector: WithVector::Bool(true),
+                order_by: None,
+            })
+            .map_err(backend)?;
+        if !records.is_empty() {
+            copied += records.len() as u64;
+            let points = records
+                .into_iter()
+                .map(live_copy)
+                .collect::<Result<Vec<_>, _>>()?;
+            shard
+                .update(UpdateOperation::PointOperation(
+                    PointOperations::UpsertPoints(PointInsertOperations::PointsList(points)),
+                ))
+                .map_err(backend)?;
+        }
+        match next {
+            Some(next) => offset = Some(next),
+            None => break,
+        }
+    }
+    if former.info().indexed_vectors_count > 0 {
+        shard.optimize().map_err(backend)?;
+        ensure_payload_indexes(&shard)?;
+    }
+    flush_shard(&shard)?;
+    let expected = count_all(former)?;
+    let found = count_all(&shard)?;
+    if copied != expected || found != expected {
+        return Err(backend(format!(
+            "purge copied {copied} points and kept {found}, but {expected} are live"
+        )));
+    }
+    Ok((shard, copied))
+}
+
+/// A stored point as a write of the same point.
+fn live_copy(record: Record) -> Result<qdrant_edge::PointStructPersisted, VectorIndexError> {
+    let vectors = record
+        .vector
+        .ok_or_else(|| VectorIndexError::Corrupt("point without vectors".into()))?;
+    let payload = record
+        .payload
+        .ok_or_else(|| VectorIndexError::Corrupt("point without payload".into()))?;
+    Ok(PointStruct::new(record.id, Vectors(vectors), Value::Object(payload.0)).into())
+}
+
+fn count_all(shard: &EdgeShard) -> Result<u64, VectorIndexError> {
+    let count = shard
+        .count(CountRequest {
+            filter: None,
+            exact: true,
+        })
+        .map_err(backend)?;
+    Ok(count as u64)
+}
+
+/// Waits until the reads still holding `shard` are done, and takes it.
+fn sole_owner(mut shard: Arc<Shard>) -> Shard {
+    loop {
+        match Arc::try_unwrap(shard) {
+            Ok(owned) => return owned,
+            Err(shared) => {
+                shard = shared;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+}
+
 fn count_matching(shard: &EdgeShard, filter: Value) -> Result<u64, VectorIndexError> {
     let count = shard
         .count(CountRequest {
@@ -497,7 +758,7 @@ impl Inner {
         // whole points, so this is the one place a tenant could touch another
         // tenant's data by id.
         let existing = self
-            .shard
+            .shard()
             .retrieve(
                 &ids,
                 Some(WithPayloadInterface::Fields(vec![fields::TENANT
@@ -535,7 +796,7 @@ impl Inner {
         check_payload_tenant(tenant, id, &payload)?;
         let only_this = payload::tenant_filter(tenant, Some(std::slice::from_ref(id)));
         let writer = self.write_lock();
-        if count_matching(&self.shard, only_this.clone())? == 0 {
+        if count_matching(&self.shard(), only_this.clone())? == 0 {
             return Err(VectorIndexError::PointNotFound(*id));
         }
         // By filter, not by id: the tenant condition travels with the write.
@@ -570,7 +831,7 @@ impl Inner {
         let filter = payload::subject_filter(tenant, subject);
         let writer = self.write_lock();
         // Counted under the writer lock, so the number is what is deleted.
-        let deleted = count_matching(&self.shard, filter.clone())?;
+        let deleted = count_matching(&self.shard(), filter.clone())?;
         if deleted > 0 {
             self.apply(
                 &writer,
@@ -591,7 +852,7 @@ impl Inner {
             Some(subject) => payload::subject_filter(tenant, subject),
             None => payload::tenant_filter(tenant, None),
         };
-        count_matching(&self.shard, filter)
+        count_matching(&self.shard(), filter)
     }
 
     /// Applies one write; with durable writes on, it is on disk when this
@@ -602,7 +863,7 @@ impl Inner {
         operation: UpdateOperation,
     ) -> Result<(), VectorIndexError> {
         self.dirty.store(true, Ordering::Release);
-        self.shard.update(operation).map_err(backend)?;
+        self.shard().update(operation).map_err(backend)?;
         if self.durable_writes.load(Ordering::Relaxed) {
             self.flush_locked(writer)?;
         }
@@ -618,14 +879,56 @@ impl Inner {
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
-        // EdgeShard::flush panics on an I/O error instead of returning it;
-        // keep the panic inside this blocking task and report it.
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.shard.flush())).map_err(
-            |_| {
-                self.dirty.store(true, Ordering::Release);
-                backend("flush failed")
-            },
-        )
+        flush_shard(&self.shard()).inspect_err(|_| self.dirty.store(true, Ordering::Release))
+    }
+
+    /// Copies the live points into a fresh shard beside the served one,
+    /// makes it the served one, and deletes the former shard with its WAL
+    /// and segments (see the module docs for the layout and its commit
+    /// point). Writes wait meanwhile; reads go on, on the former shard until
+    /// the swap and on the new one after.
+    fn purge_deleted(&self) -> Result<Purge, VectorIndexError> {
+        let started = Instant::now();
+        let _writer = self.write_lock();
+        let served = self.shard();
+        let name = next_shard_name(&self.dir, &served.path);
+        let path = self.dir.join(&name);
+        if path.exists() {
+            // An earlier purge that crashed before its commit.
+            fs::remove_dir_all(&path)?;
+        }
+        let built = copy_live_points(&served, &path)
+            .and_then(|copied| write_shard_pointer(&self.dir, &name).map(|()| copied));
+        // Only the swap below may hold the former shard from here on.
+        drop(served);
+        let (fresh, live_points) = match built {
+            Ok(copied) => copied,
+            Err(error) => {
+                // Not served, nor named by SHARD: the former shard stays.
+                let _ = fs::remove_dir_all(&path);
+                return Err(error);
+            }
+        };
+        // Committed: SHARD names the new shard. Swap it in; the former one
+        // goes once the reads that hold it are done.
+        let former = std::mem::replace(
+            &mut *self.shard.write().unwrap_or_else(|p| p.into_inner()),
+            Arc::new(fresh),
+        );
+        // Everything the former shard held is flushed in the new one.
+        self.dirty.store(false, Ordering::Release);
+        let former = sole_owner(former);
+        let former_path = former.path.clone();
+        drop(former);
+        remove_former_shards(&self.dir, &path)?;
+        info!(
+            dir = %self.dir.display(),
+            former = %former_path.display(),
+            live_points,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "vector index purged of deleted points"
+        );
+        Ok(Purge::Purged { live_points })
     }
 
     fn search(
@@ -646,14 +949,16 @@ impl Inner {
             .text
             .as_deref()
             .map(|text| self.bm25.embed_query(text));
+        // One shard for every query of this search, even if a purge swaps
+        // another in meanwhile.
+        let shard = self.shard();
 
         match request.mode {
             SearchMode::Semantic => {
                 let dense = request.dense.clone().ok_or_else(|| {
                     VectorIndexError::InvalidRequest("semantic search needs a dense vector".into())
                 })?;
-                let points = self
-                    .shard
+                let points = shard
                     .query(leg_query(
                         VectorInternal::Dense(dense),
                         DENSE,
@@ -673,8 +978,7 @@ impl Inner {
                     // Only stopwords or punctuation: nothing can match.
                     return Ok(Vec::new());
                 }
-                let points = self
-                    .shard
+                let points = shard
                     .query(leg_query(
                         VectorInternal::Sparse(sparse),
                         SPARSE,
@@ -701,7 +1005,7 @@ impl Inner {
                 // Each prefetch carries the full filter, tenant included.
                 let dense_leg = match &request.dense {
                     Some(dense) => leg_ids(
-                        self.shard
+                        shard
                             .query(leg_query(
                                 VectorInternal::Dense(dense.clone()),
                                 DENSE,
@@ -716,7 +1020,7 @@ impl Inner {
                 };
                 let sparse_leg = match sparse_query {
                     Some(sparse) if !sparse.indices.is_empty() => leg_ids(
-                        self.shard
+                        shard
                             .query(leg_query(
                                 VectorInternal::Sparse(sparse),
                                 SPARSE,
@@ -730,62 +1034,61 @@ impl Inner {
                     _ => Vec::new(),
                 };
                 let fused = fusion::rrf(&dense_leg, &sparse_leg, request.rrf_k, request.limit);
-                self.fetch_fused(tenant, fused, filter, request.with_vectors)
+                fetch_fused(&shard, tenant, fused, filter, request.with_vectors)
             }
         }
     }
+}
 
-    /// The final query of a hybrid search: payloads (and vectors) of the
-    /// fused ids, under the full filter again.
-    fn fetch_fused(
-        &self,
-        tenant: &TenantId,
-        fused: Vec<Fused>,
-        filter: impl Fn(Option<&[MemoryId]>) -> Result<Filter, VectorIndexError>,
-        with_dense: bool,
-    ) -> Result<Vec<Hit>, VectorIndexError> {
-        if fused.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids: Vec<MemoryId> = fused.iter().map(|f| f.id).collect();
-        let (records, _) = self
-            .shard
-            .scroll(ScrollRequest {
-                offset: None,
-                limit: Some(ids.len()),
-                filter: Some(filter(Some(&ids))?),
-                with_payload: Some(WithPayloadInterface::Bool(true)),
-                with_vector: with_vector(with_dense),
-                order_by: None,
-            })
-            .map_err(backend)?;
-        let mut found = std::collections::HashMap::with_capacity(records.len());
-        for record in records {
-            found.insert(memory_id(&record.id)?, record);
-        }
-        let mut hits = Vec::with_capacity(fused.len());
-        for candidate in fused {
-            // Missing: deleted or changed between the legs and this fetch.
-            let Some(record) = found.remove(&candidate.id) else {
-                continue;
-            };
-            let payload = decode_payload(record.payload)?;
-            if !same_tenant(tenant, &payload, &candidate.id) {
-                continue;
-            }
-            hits.push(Hit {
-                id: candidate.id,
-                score: candidate.score,
-                dense_rank: candidate.dense_rank,
-                sparse_rank: candidate.sparse_rank,
-                dense_score: candidate.dense_score,
-                sparse_score: candidate.sparse_score,
-                payload,
-                dense: dense_of(record.vector),
-            });
-        }
-        Ok(hits)
+/// The final query of a hybrid search: payloads (and vectors) of the fused
+/// ids, under the full filter again.
+fn fetch_fused(
+    shard: &EdgeShard,
+    tenant: &TenantId,
+    fused: Vec<Fused>,
+    filter: impl Fn(Option<&[MemoryId]>) -> Result<Filter, VectorIndexError>,
+    with_dense: bool,
+) -> Result<Vec<Hit>, VectorIndexError> {
+    if fused.is_empty() {
+        return Ok(Vec::new());
     }
+    let ids: Vec<MemoryId> = fused.iter().map(|f| f.id).collect();
+    let (records, _) = shard
+        .scroll(ScrollRequest {
+            offset: None,
+            limit: Some(ids.len()),
+            filter: Some(filter(Some(&ids))?),
+            with_payload: Some(WithPayloadInterface::Bool(true)),
+            with_vector: with_vector(with_dense),
+            order_by: None,
+        })
+        .map_err(backend)?;
+    let mut found = std::collections::HashMap::with_capacity(records.len());
+    for record in records {
+        found.insert(memory_id(&record.id)?, record);
+    }
+    let mut hits = Vec::with_capacity(fused.len());
+    for candidate in fused {
+        // Missing: deleted or changed between the legs and this fetch.
+        let Some(record) = found.remove(&candidate.id) else {
+            continue;
+        };
+        let payload = decode_payload(record.payload)?;
+        if !same_tenant(tenant, &payload, &candidate.id) {
+            continue;
+        }
+        hits.push(Hit {
+            id: candidate.id,
+            score: candidate.score,
+            dense_rank: candidate.dense_rank,
+            sparse_rank: candidate.sparse_rank,
+            dense_score: candidate.dense_score,
+            sparse_score: candidate.sparse_score,
+            payload,
+            dense: dense_of(record.vector),
+        });
+    }
+    Ok(hits)
 }
 
 #[async_trait]
@@ -854,6 +1157,15 @@ impl VectorIndex for EdgeVectorIndex {
 
     async fn flush(&self) -> Result<(), VectorIndexError> {
         self.blocking(|inner| inner.flush()).await
+    }
+
+    /// Rebuilds the shard from its live points (see the type's docs): no
+    /// file is left that holds a deleted point, in the segments, the WAL or
+    /// the payload indexes. Costs a copy of every live point and, when the
+    /// shard was optimised, a new HNSW build (see `edge_bench`); writes wait
+    /// for it, searches do not.
+    async fn purge_deleted(&self) -> Result<Purge, VectorIndexError> {
+        self.blocking(|inner| inner.purge_deleted()).await
     }
 }
 
@@ -925,7 +1237,7 @@ mod tests {
         let sparse = index.inner.bm25.embed_query("coffee milk");
         let engine = index
             .inner
-            .shard
+            .shard()
             .query(QueryRequest {
                 prefetches: vec![
                     prefetch(VectorInternal::Dense(query), DENSE),

@@ -181,6 +181,17 @@ pub struct Hit {
     pub dense: Option<Vec<f32>>,
 }
 
+/// What [`VectorIndex::purge_deleted`] did with the bytes of deleted points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Purge {
+    /// Gone: no file of the index holds a byte of a deleted point any more.
+    /// `live_points` points (every tenant's) were kept.
+    Purged { live_points: u64 },
+    /// Still on disk, out of this adapter's reach: where they are and when
+    /// they will be gone, said plainly for an erasure receipt.
+    Residue { note: String },
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum VectorIndexError {
     #[error("point {id} names tenant {found} but the call is for tenant {expected}")]
@@ -256,13 +267,27 @@ pub trait VectorIndex: Send + Sync + 'static {
     async fn delete(&self, tenant: &TenantId, ids: &[MemoryId]) -> Result<(), VectorIndexError>;
 
     /// Deletes every point of a subject (any state); returns how many. The
-    /// points leave every search and count at once; when their bytes leave
-    /// the disk is the adapter's to document (see `EdgeVectorIndex`).
+    /// points leave every search and count at once, but not the disk: an
+    /// engine only marks a deleted point, and its write-ahead log keeps
+    /// what was written. An erasure follows this with
+    /// [`purge_deleted`](Self::purge_deleted).
     async fn delete_subject(
         &self,
         tenant: &TenantId,
         subject: &SubjectId,
     ) -> Result<u64, VectorIndexError>;
+
+    /// Removes from the disk the bytes of every point deleted so far (by
+    /// [`delete`](Self::delete) or [`delete_subject`](Self::delete_subject),
+    /// in any tenant), or, when the adapter cannot, says where they remain
+    /// and until when. Live points are untouched: they stay searchable and
+    /// counted, during the purge too. Every write so far is durable when it
+    /// returns. Idempotent, and harmless with nothing deleted.
+    ///
+    /// It may cost a rewrite of the whole index (the embedded adapter
+    /// copies every live point into a fresh shard): call it for an erasure,
+    /// not after every delete.
+    async fn purge_deleted(&self) -> Result<Purge, VectorIndexError>;
 
     async fn search(
         &self,

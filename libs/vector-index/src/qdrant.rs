@@ -59,7 +59,7 @@ use crate::checks::{check_dense, check_payload_tenant, check_point, same_tenant}
 use crate::fusion::{self, Fused};
 use crate::payload::{self, fields};
 use crate::{
-    bm25, Hit, Point, PointPayload, QdrantSettings, SearchMode, SearchRequest, VectorIndex,
+    bm25, Hit, Point, PointPayload, Purge, QdrantSettings, SearchMode, SearchRequest, VectorIndex,
     VectorIndexError,
 };
 
@@ -1133,6 +1133,32 @@ impl VectorIndex for QdrantVectorIndex {
     async fn flush(&self) -> Result<(), VectorIndexError> {
         Ok(())
     }
+
+    /// A client cannot make a Qdrant server drop a deleted point's bytes:
+    /// the server only marks the point deleted, and no API rewrites a
+    /// segment or truncates the WAL on request. So this says where they
+    /// remain and what removes them, for the receipt.
+    async fn purge_deleted(&self) -> Result<Purge, VectorIndexError> {
+        Ok(Purge::Residue {
+            note: server_residue(&self.inner.collection),
+        })
+    }
+}
+
+/// Where a Qdrant server keeps deleted points, and until when (Qdrant 1.x;
+/// the thresholds are the server's defaults, which a deployment may change
+/// in `storage.optimizers` and `storage.wal`).
+fn server_residue(collection: &str) -> String {
+    format!(
+        "the Qdrant server keeps the deleted points' vectors and payloads on its disk, \
+         out of every query: in the segments of collection {collection} until its vacuum \
+         optimizer rewrites them (once deleted points reach deleted_threshold, 20% of a \
+         segment by default, in a segment of at least vacuum_min_vector_number vectors, \
+         1000 by default; a smaller segment keeps them until it is merged or rebuilt), and \
+         in its write-ahead log until the log segments holding them (wal_capacity_mb, \
+         32 MiB by default) are truncated after the collection has flushed past them; \
+         snapshots taken before the erasure keep them until they are deleted"
+    )
 }
 
 #[cfg(test)]

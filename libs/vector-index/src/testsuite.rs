@@ -839,6 +839,97 @@ where
     assert_eq!(ids(&hits), vec![bob_id]);
 }
 
+/// A purge (whatever the adapter can do) keeps every live point, in every
+/// tenant, searchable, counted and writable, across a reopen; with nothing
+/// deleted, and twice in a row, it is harmless.
+pub async fn purging_keeps_every_live_point<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn VectorIndex>>,
+{
+    let index = open().await;
+    let dim = index.dimension();
+    index
+        .purge_deleted()
+        .await
+        .expect("purge of an empty index");
+    let (a, b) = (tenant("t1"), tenant("t2"));
+    let (alice, bob) = (subject("alice"), subject("bob"));
+    let mut archived = point(&a, &bob, "moved to Ghent", axis(dim, 2));
+    archived.payload.state = MemoryState::Archived;
+    archived.payload.tags = vec!["address".into()];
+    let kept = vec![
+        point(&a, &bob, "plays the cello", axis(dim, 0)),
+        archived.clone(),
+    ];
+    let other_tenant = point(&b, &alice, "plays the cello too", axis(dim, 0));
+    index.upsert(&a, kept.clone()).await.unwrap();
+    index.upsert(&b, vec![other_tenant.clone()]).await.unwrap();
+    index
+        .upsert(
+            &a,
+            vec![
+                point(&a, &alice, "cello lessons on friday", axis(dim, 0)),
+                point(&a, &alice, "allergic to cats", axis(dim, 1)),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(index.delete_subject(&a, &alice).await.unwrap(), 2);
+
+    for _ in 0..2 {
+        if let crate::Purge::Purged { live_points } = index.purge_deleted().await.unwrap() {
+            assert_eq!(live_points, 3, "the live points of every tenant");
+        }
+        assert_eq!(index.count(&a, Some(&alice)).await.unwrap(), 0);
+        assert_eq!(index.count(&a, Some(&bob)).await.unwrap(), 2);
+        assert_eq!(index.count(&b, None).await.unwrap(), 1);
+    }
+    let cello = hybrid(axis(dim, 0), "cello");
+    assert_eq!(
+        ids(&search(&*index, &a, cello.clone()).await),
+        vec![kept[0].id]
+    );
+    assert_eq!(
+        ids(&search(&*index, &b, cello.clone()).await),
+        vec![other_tenant.id]
+    );
+    // Payloads and both vectors came through: filters, BM25 and dense.
+    let hits = search(
+        &*index,
+        &a,
+        SearchRequest {
+            filter: SearchFilter {
+                states: vec![MemoryState::Archived],
+                tags: vec!["address".into()],
+                ..SearchFilter::default()
+            },
+            with_vectors: true,
+            ..hybrid(axis(dim, 2), "ghent")
+        },
+    )
+    .await;
+    assert_eq!(ids(&hits), vec![archived.id]);
+    assert_eq!(hits[0].payload, archived.payload);
+    assert_eq!(hits[0].dense_rank, Some(0));
+    assert_eq!(hits[0].sparse_rank, Some(0));
+    assert!(hits[0].dense.as_ref().is_some_and(|d| d.len() == dim));
+
+    // Writes go on after a purge and outlive a reopen.
+    let later = point(&a, &bob, "started the viola", axis(dim, 3));
+    index.upsert(&a, vec![later.clone()]).await.unwrap();
+    index.delete(&a, &[kept[0].id]).await.unwrap();
+    index.flush().await.unwrap();
+    drop(index);
+    let index = open().await;
+    assert_eq!(index.count(&a, Some(&bob)).await.unwrap(), 2);
+    assert_eq!(
+        ids(&search(&*index, &a, keyword("viola")).await),
+        vec![later.id]
+    );
+    assert!(search(&*index, &a, keyword("cello")).await.is_empty());
+}
+
 pub async fn upsert_replaces_an_existing_point<F, Fut>(open: F)
 where
     F: Fn() -> Fut,
@@ -1103,6 +1194,7 @@ macro_rules! vector_index_contract_tests {
             update_payload_refuses_missing_points_and_foreign_payloads,
             deletes_only_the_given_ids,
             deletes_a_subject_and_counts_it,
+            purging_keeps_every_live_point,
             upsert_replaces_an_existing_point,
             survives_a_reopen,
             returns_dense_vectors_on_request,

@@ -88,13 +88,13 @@ impl ErasureTarget for LegacyLogRedaction {
             .store
             .redact_legacy(tenant, subject)
             .await
-            .map_err(|e| ErasureTargetError::new("event_log", e))?;
+            .map_err(|e| ErasureTargetError::new("event_log_legacy", e))?;
         let redacted = match &self.bus {
             Some(pool) => {
                 redacted
                     + redact_bus(pool, tenant, subject)
                         .await
-                        .map_err(|e| ErasureTargetError::new("event_log", e))?
+                        .map_err(|e| ErasureTargetError::new("event_log_legacy", e))?
             }
             None => redacted,
         };
@@ -105,7 +105,7 @@ impl ErasureTarget for LegacyLogRedaction {
                 .to_owned()
         });
         Ok(ErasureStep {
-            store: "event_log".to_owned(),
+            store: "event_log_legacy".to_owned(),
             action: "legacy_fields_redacted".to_owned(),
             count: redacted,
             note,

@@ -6,6 +6,11 @@
 //! the scheduled retention pass ([`retention`]): decay by the tenant's
 //! policy, archiving and expiry, fed by retrieval access signals ([`usage`]).
 //!
+//! The receipt has one step per store, in the order they were done:
+//! `subject_keys`, `event_log`, `bus`, then each target's (`vector_index`,
+//! `pipeline_state`, `memory_read_model` as `mnemo-app` registers them). A
+//! step says plainly what remains where and until when, if anything does.
+//!
 //! Invariant: the handler is idempotent; a redelivered request whose receipt
 //! exists does nothing, and the receipt's event id is derived from the
 //! erasure id so a crash between steps cannot produce two receipts.
@@ -66,14 +71,51 @@ impl ErasureTargetError {
     }
 }
 
+/// Which bus carries the log's events: where the copies of a subject's
+/// events stay after an erasure, for the receipt's `bus` step. Either way
+/// they hold the same sealed payload as the log, unreadable once the key
+/// is destroyed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BusCopies {
+    /// The in-process bus (the embedded mode): its records are rows of the
+    /// data dir's SQLite database, kept for good like the log's.
+    InProcess,
+    /// Kafka: records stay on the brokers until the topics' retention
+    /// deletes them. `topics` are their names on the cluster.
+    Kafka { topics: Vec<String> },
+}
+
+impl BusCopies {
+    fn note(&self) -> String {
+        match self {
+            BusCopies::InProcess => "the relay published each of these events to the in-process \
+                 bus with the log's sealed payload; those records stay in the bus_records table \
+                 of the data dir's SQLite database for good, as the log does, and no longer \
+                 decrypt"
+                .to_owned(),
+            BusCopies::Kafka { topics } => format!(
+                "the relay published each of these events to Kafka with the log's sealed \
+                 payload; those records no longer decrypt and stay on the brokers until the \
+                 retention of {} (retention.ms, retention.bytes; Kafka's default is 7 days) \
+                 deletes the log segments holding them",
+                topics.join(", ")
+            ),
+        }
+    }
+}
+
 pub struct ErasureExecutor {
     log: SealedLog,
+    bus: BusCopies,
     targets: Vec<Arc<dyn ErasureTarget>>,
 }
 
 impl ErasureExecutor {
-    pub fn new(log: SealedLog, targets: Vec<Arc<dyn ErasureTarget>>) -> Self {
-        ErasureExecutor { log, targets }
+    /// `targets` run in this order, after the key is destroyed; a target
+    /// that must see every other delete first (the SQLite read model, which
+    /// truncates the WAL) goes last.
+    pub fn new(log: SealedLog, bus: BusCopies, targets: Vec<Arc<dyn ErasureTarget>>) -> Self {
+        ErasureExecutor { log, bus, targets }
     }
 
     async fn execute(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
@@ -116,14 +158,6 @@ impl ErasureExecutor {
             count: u64::from(destroyed),
             note: None,
         });
-        for target in &self.targets {
-            steps.push(
-                target
-                    .erase_subject(tenant, subject)
-                    .await
-                    .map_err(|e| retry(e.to_string()))?,
-            );
-        }
         let shredded = self
             .log
             .store()
@@ -133,6 +167,31 @@ impl ErasureExecutor {
             .iter()
             .filter(|e| e.payload.to_string().contains("\"$sealed\""))
             .count() as u64;
+        steps.push(ErasureStep {
+            store: "event_log".to_owned(),
+            action: "events_shredded".to_owned(),
+            count: shredded,
+            note: Some(
+                "the events stay in the append-only log as history (ids, types, times, actors \
+                 and the fields that are not content, such as kinds and tags); the subject's \
+                 content in them is sealed under the destroyed key and can no longer be read"
+                    .to_owned(),
+            ),
+        });
+        steps.push(ErasureStep {
+            store: "bus".to_owned(),
+            action: "records_shredded".to_owned(),
+            count: shredded,
+            note: Some(self.bus.note()),
+        });
+        for target in &self.targets {
+            steps.push(
+                target
+                    .erase_subject(tenant, subject)
+                    .await
+                    .map_err(|e| retry(e.to_string()))?,
+            );
+        }
         let receipt = ErasureReceipt {
             erasure_id: request.erasure_id,
             tenant: tenant.clone(),

@@ -1,9 +1,9 @@
-//! The stores an erasure deletes a subject from, besides the log (whose
-//! copies are shredded with the key): the vector index, the consolidator's
-//! buffer and the usage counts, and the memory read model. The executor
-//! runs them in the order `mnemo-app` registers them; the read model goes
-//! last because on SQLite it also truncates the write-ahead log, which must
-//! come after every delete that wrote pages into it.
+//! The stores an erasure deletes a subject from, besides the log and the
+//! bus (whose copies are shredded with the key): the vector index, the
+//! consolidator's buffer and the usage counts, and the memory read model.
+//! The executor runs them in the order `mnemo-app` registers them; the read
+//! model goes last because on SQLite it also truncates the write-ahead log,
+//! which must come after every delete that wrote pages into it.
 
 use std::sync::Arc;
 
@@ -12,13 +12,19 @@ use mnemo_consolidator::buffer::MessageBuffer;
 use mnemo_domain::events::ErasureStep;
 use mnemo_domain::{SubjectId, TenantId};
 use mnemo_read_model::MemoryReadModel;
-use mnemo_vector_index::VectorIndex;
+use mnemo_vector_index::{Purge, VectorIndex};
 use sqlx::SqlitePool;
 
 use crate::usage::UsageStore;
 use crate::{ErasureTarget, ErasureTargetError};
 
-/// The subject's points in the vector index.
+/// The subject's points in the vector index: deleted, then purged from
+/// the disk (the embedded index rewrites itself without them; a Qdrant
+/// server cannot be made to, and the step names what it keeps).
+///
+/// The purge runs even when no point was deleted now: a retried erasure
+/// may have deleted them before a crash, and points of the subject's
+/// memories deleted earlier one by one left their bytes too.
 pub struct VectorIndexErasure(pub Arc<dyn VectorIndex>);
 
 #[async_trait]
@@ -28,25 +34,27 @@ impl ErasureTarget for VectorIndexErasure {
         tenant: &TenantId,
         subject: &SubjectId,
     ) -> Result<ErasureStep, ErasureTargetError> {
+        let failed = |e| ErasureTargetError::new("vector_index", e);
         let deleted = self
             .0
             .delete_subject(tenant, subject)
             .await
-            .map_err(|e| ErasureTargetError::new("vector_index", e))?;
-        self.0
-            .flush()
-            .await
-            .map_err(|e| ErasureTargetError::new("vector_index", e))?;
-        Ok(ErasureStep {
-            store: "vector_index".to_owned(),
-            action: "points_deleted".to_owned(),
-            count: deleted,
-            note: Some(
-                "the points are out of every query at once; qdrant-edge keeps their bytes in its \
-                 write-ahead log and segments until the index is rebuilt"
-                    .to_owned(),
-            ),
-        })
+            .map_err(failed)?;
+        let step = match self.0.purge_deleted().await.map_err(failed)? {
+            Purge::Purged { .. } => ErasureStep {
+                store: "vector_index".to_owned(),
+                action: "points_purged".to_owned(),
+                count: deleted,
+                note: None,
+            },
+            Purge::Residue { note } => ErasureStep {
+                store: "vector_index".to_owned(),
+                action: "points_deleted".to_owned(),
+                count: deleted,
+                note: Some(format!("the points are out of every query; {note}")),
+            },
+        };
+        Ok(step)
     }
 }
 
