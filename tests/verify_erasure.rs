@@ -230,18 +230,10 @@ async fn verify_erasure_finds_the_subject_before_and_nothing_readable_after() {
     assert!(found(&before, "bus", "records that open to readable text") >= 2);
     assert!(found(&before, "bus", "canary in opened record text") >= 2);
     let bytes = check(&before, "files", "canary bytes in the data dir");
-    assert_eq!(
-        bytes["outcome"], "found",
-        "the read model holds the memory's text"
-    );
-    assert!(
-        bytes["where"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w.as_str().unwrap().contains("canary #2")),
-        "{bytes}"
-    );
+    // Everything is sealed or tokenised, the read model too: no canary in
+    // the data dir's bytes even before the erasure (the planted copy below
+    // shows the scan finds one).
+    assert_eq!(bytes["outcome"], "clear", "{bytes}");
 
     // The table names the same findings.
     let table = verify(
