@@ -133,6 +133,25 @@ async fn erasure_shreds_the_subject_everywhere_and_leaves_others_alone() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 
+    // The memory's point and the message's episode point.
+    let erase_me = (
+        TenantId::parse("acme").unwrap(),
+        SubjectId::parse("erase-me").unwrap(),
+    );
+    while app
+        .index
+        .count(&erase_me.0, Some(&erase_me.1))
+        .await
+        .unwrap()
+        < 2
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the episode was never indexed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+
     let status = app.erase(&token, "erase-me").await;
     let receipt = &status["receipt"];
     assert_eq!(receipt["subject"], "erase-me");
@@ -165,7 +184,11 @@ async fn erasure_shreds_the_subject_everywhere_and_leaves_others_alone() {
         .unwrap()
         .contains("in-process bus"));
     assert_eq!(step("vector_index")["action"], "points_purged");
-    assert_eq!(step("vector_index")["count"], 1);
+    assert_eq!(
+        step("vector_index")["count"],
+        2,
+        "the memory and the episode"
+    );
     assert!(step("vector_index")["note"].is_null(), "nothing remains");
     assert_eq!(
         files_holding(&vectors, &tag_token),
@@ -572,8 +595,15 @@ async fn the_same_message_ids_after_erasure_are_accepted_and_consolidated_afresh
     let results = found["results"].as_array().unwrap();
     assert!(!results.is_empty(), "{found}");
     for result in results {
-        let id = result["memory"]["id"].as_str().unwrap();
+        // Memories and episodes alike stand only for the new messages.
+        let id = result["memory"]["id"]
+            .as_str()
+            .or_else(|| result["episode"]["id"].as_str())
+            .unwrap();
         assert!(!old_ids.iter().any(|old| old == id), "{found}");
+        for source in result["provenance"]["source_event_ids"].as_array().unwrap() {
+            assert!(new_events.iter().any(|e| source == e.as_str()), "{found}");
+        }
     }
     for id in &old_ids {
         assert_error(

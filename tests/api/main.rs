@@ -3,6 +3,7 @@
 
 mod bad_input;
 mod canary;
+mod episodes;
 mod erasure;
 mod helpers;
 mod injection;

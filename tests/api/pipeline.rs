@@ -450,7 +450,16 @@ async fn after_erasure_search_finds_nothing_and_no_vector_is_left() {
     memories_when(&app, &token, "frank", "memories", |m| m.len() == 1).await;
     let tenant = mnemo_domain::TenantId::parse("acme").unwrap();
     let erin = mnemo_domain::SubjectId::parse("erin").unwrap();
-    assert_eq!(app.index.count(&tenant, Some(&erin)).await.unwrap(), 2);
+    // Two memories and the two messages' episodes.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while app.index.count(&tenant, Some(&erin)).await.unwrap() < 4 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "episodes never indexed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(app.index.count(&tenant, Some(&erin)).await.unwrap(), 4);
 
     let status = app.erase(&token, "erin").await;
     let steps = status["receipt"]["steps"].as_array().unwrap();
@@ -458,7 +467,7 @@ async fn after_erasure_search_finds_nothing_and_no_vector_is_left() {
         .iter()
         .find(|s| s["store"] == "vector_index")
         .expect("vector step");
-    assert_eq!(vectors["count"], 2);
+    assert_eq!(vectors["count"], 4);
     assert_eq!(app.index.count(&tenant, Some(&erin)).await.unwrap(), 0);
     let results = app
         .post_json("/v1/subjects/erin/search", &token, json!({"query": "Lyon"}))

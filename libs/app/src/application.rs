@@ -28,6 +28,7 @@ use mnemo_forgetter::{BusCopies, ErasureExecutor};
 use mnemo_http::health::{self, Health};
 use mnemo_http::{extractor_configs, json_error_bodies, limit_request_headers, observe_requests};
 use mnemo_ingest::{IngestState, Scrubbers};
+use mnemo_retriever::episodes::EpisodeProjection;
 use mnemo_retriever::{MemoryProjection, RetrieverState};
 use mnemo_telemetry::Metrics;
 use mnemo_vector_index::VectorIndex;
@@ -240,6 +241,21 @@ impl Application {
                 self.bus.clone(),
                 ConsumerOptions::new("retriever.memory-projection", &[topics::MEMORY_EVENTS]),
                 projection,
+            ),
+        ));
+        // Its own group on the messages topic: the consolidator's group
+        // reads the same records, and neither waits for the other.
+        let episodes = Arc::new(EpisodeProjection::new(
+            self.log.clone(),
+            vectors.embedder.clone(),
+            vectors.index.clone(),
+        ));
+        parts.spawn(named(
+            "episode projection",
+            run_consumer(
+                self.bus.clone(),
+                ConsumerOptions::new("retriever.episode-projection", &[topics::MESSAGES]),
+                episodes,
             ),
         ));
     }

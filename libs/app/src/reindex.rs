@@ -93,6 +93,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     replayed.position = tail.position;
     replayed.memories += tail.memories;
     replayed.points += tail.points;
+    replayed.episodes += tail.episodes;
     index.flush().await?;
     // Built once, read many times: merge segments and build the HNSW graph
     // now rather than leave the server on plain segments (about twice as
@@ -106,8 +107,9 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     drop(index);
     collections.write_marker(&name, &marker.completed(replayed.position))?;
     println!(
-        "built {name}: {} memories replayed, {points} points, complete up to log position {}, in {:.1} s",
+        "built {name}: {} memories and {} episodes replayed, {points} points, complete up to log position {}, in {:.1} s",
         replayed.memories,
+        replayed.episodes,
         replayed.position,
         started.elapsed().as_secs_f64()
     );

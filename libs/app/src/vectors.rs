@@ -61,6 +61,7 @@ pub async fn open_vector_index(
             collection = %opening.name,
             position = replayed.position,
             memories = replayed.memories,
+            episodes = replayed.episodes,
             points = replayed.points,
             "vector collection is current"
         );
@@ -102,6 +103,7 @@ pub async fn open_index(
             .context("cannot replay the log into the new Qdrant collection")?;
         tracing::info!(
             memories = replayed.memories,
+            episodes = replayed.episodes,
             points = replayed.points,
             "Qdrant collection is current"
         );

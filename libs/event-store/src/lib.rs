@@ -119,6 +119,18 @@ pub trait EventStore: Send + Sync + 'static {
         stream_id: &str,
     ) -> Result<Vec<RecordedEvent>, EventStoreError>;
 
+    /// The events of a stream whose version is in `from..=to`, in version
+    /// order: a message and its neighbours in a conversation, without
+    /// reading the whole conversation (an episode's previous turn, a search
+    /// result's window).
+    async fn read_stream_range(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError>;
+
     /// Every event about a subject, in log order.
     async fn read_subject(
         &self,
@@ -166,6 +178,12 @@ pub trait EventStore: Send + Sync + 'static {
     /// Returns once the head is past `after_position` or the timeout passed,
     /// so the relay can sleep without polling hard.
     async fn wait_for_append(&self, after_position: i64, timeout: Duration);
+}
+
+/// A stream version as SQL binds it: versions are counted from 1 and never
+/// near `i64::MAX`, so a larger bound only means "to the end".
+pub(crate) fn version_bound(version: u64) -> i64 {
+    i64::try_from(version).unwrap_or(i64::MAX)
 }
 
 /// Whether an event about to be appended still holds subject data in the

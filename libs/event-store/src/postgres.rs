@@ -436,6 +436,30 @@ impl EventStore for PostgresEventStore {
         Self::decode_rows(rows)
     }
 
+    async fn read_stream_range(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM events WHERE tenant_id = $1 AND stream_id = $2 \
+             AND stream_version BETWEEN $3 AND $4 ORDER BY stream_version"
+        );
+        let rows = self
+            .tenant_rows(
+                tenant,
+                sqlx::query(&sql)
+                    .bind(tenant.as_str())
+                    .bind(stream_id)
+                    .bind(crate::version_bound(from))
+                    .bind(crate::version_bound(to)),
+            )
+            .await?;
+        Self::decode_rows(rows)
+    }
+
     async fn read_subject(
         &self,
         tenant: &TenantId,

@@ -165,6 +165,32 @@ impl SealedLog {
         self.decode_all(events).await
     }
 
+    pub async fn read_stream_range(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<Decoded>, LogError> {
+        let events = self
+            .store
+            .read_stream_range(tenant, stream_id, from, to)
+            .await?;
+        self.decode_all(events).await
+    }
+
+    /// One event by id, decoded; `None` when the tenant has no such event.
+    pub async fn get_event(
+        &self,
+        tenant: &TenantId,
+        event_id: &mnemo_domain::EventId,
+    ) -> Result<Option<Decoded>, LogError> {
+        match self.store.get_event(tenant, event_id).await? {
+            Some(event) => Ok(Some(self.decode(event).await?)),
+            None => Ok(None),
+        }
+    }
+
     pub async fn read_subject(
         &self,
         tenant: &TenantId,

@@ -314,6 +314,27 @@ impl EventStore for SqliteEventStore {
         Self::decode_rows(rows)
     }
 
+    async fn read_stream_range(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM events WHERE tenant_id = ? AND stream_id = ? \
+             AND stream_version BETWEEN ? AND ? ORDER BY stream_version"
+        ))
+        .bind(tenant.as_str())
+        .bind(stream_id)
+        .bind(crate::version_bound(from))
+        .bind(crate::version_bound(to))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        Self::decode_rows(rows)
+    }
+
     async fn read_subject(
         &self,
         tenant: &TenantId,

@@ -86,6 +86,33 @@ where
     assert_eq!(stream[0].subject.as_ref(), Some(&s));
     assert_eq!(stream[0].payload["content"]["$sealed"]["kid"], "k1");
     assert!(store.read_stream(&t, "missing").await.unwrap().is_empty());
+
+    // A range is inclusive at both ends, clipped to what exists, and
+    // scoped to the tenant.
+    let range = store
+        .read_stream_range(&t, "conversation-s1", 2, 3)
+        .await
+        .unwrap();
+    assert_eq!(
+        range.iter().map(|e| e.event_id).collect::<Vec<_>>(),
+        ids[1..]
+    );
+    let clipped = store
+        .read_stream_range(&t, "conversation-s1", 0, 1)
+        .await
+        .unwrap();
+    assert_eq!(clipped.len(), 1);
+    assert_eq!(clipped[0].event_id, ids[0]);
+    assert!(store
+        .read_stream_range(&t, "conversation-s1", 4, 9)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .read_stream_range(&tenant("t2"), "conversation-s1", 1, 3)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 pub async fn refuses_a_stale_expected_version<F, Fut>(open: F)

@@ -178,6 +178,7 @@ async fn bench(size: usize, queries: usize) {
             payload: PointPayload {
                 tenant: tenant.clone(),
                 subject: SubjectId::parse(format!("subject-{}", n % SUBJECTS)).unwrap(),
+                point_type: mnemo_vector_index::PointType::Memory,
                 kind: MemoryKind::ALL[(n % 5) as usize],
                 tags: vec![format!("tag-{}", n % 17)],
                 state: if n % 10 == 0 {
@@ -249,6 +250,7 @@ async fn bench(size: usize, queries: usize) {
                 payload: PointPayload {
                     tenant: tenant.clone(),
                     subject: subject.clone(),
+                    point_type: mnemo_vector_index::PointType::Memory,
                     kind: MemoryKind::Fact,
                     tags: vec![],
                     state: MemoryState::Active,

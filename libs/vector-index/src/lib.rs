@@ -3,7 +3,9 @@
 //! (`QdrantVectorIndex`, cargo feature `qdrant`) and the contract suite every
 //! adapter runs (feature `testsuite`).
 //!
-//! A point is one memory: its UUID is the point id, its embedding is the
+//! A point is one memory or one episode (a message as it was said; see
+//! [`PointType`]): its UUID is the point id (a memory's id, or the
+//! message's event id), its embedding is the
 //! `dense` vector, and its text becomes a `sparse` BM25 vector made by
 //! Qdrant's own tokenizer pipeline ([`bm25::options`] is the one
 //! configuration both the embedded engine and a Qdrant server use, so the two
@@ -63,12 +65,42 @@ pub use settings::QdrantSettings;
 /// strong ranks should count for more.
 pub const DEFAULT_RRF_K: u32 = 10;
 
+/// What a point stands for. Memories are curated and versioned; episodes
+/// are what was said, one per message, so an agent can recall a turn no
+/// memory was made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PointType {
+    #[default]
+    Memory,
+    Episode,
+}
+
+impl PointType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PointType::Memory => "memory",
+            PointType::Episode => "episode",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "memory" => Some(PointType::Memory),
+            "episode" => Some(PointType::Episode),
+            _ => None,
+        }
+    }
+}
+
 /// What a point carries besides its vectors: everything a search may filter
 /// on, and what a hit reports back.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PointPayload {
     pub tenant: TenantId,
     pub subject: SubjectId,
+    /// Memory or episode. An episode's `kind` is [`MemoryKind::Fact`] and
+    /// means nothing: a kind filter is a memory filter.
+    pub point_type: PointType,
     pub kind: MemoryKind,
     pub tags: Vec<String>,
     pub state: MemoryState,
@@ -98,6 +130,10 @@ pub struct Point {
 #[derive(Debug, Clone, Default)]
 pub struct SearchFilter {
     pub subject: Option<SubjectId>,
+    /// Any of these point types; empty = memories only, so a caller that
+    /// knows nothing of episodes (the consolidator's neighbour lookup)
+    /// never meets one.
+    pub types: Vec<PointType>,
     /// Any of these kinds; empty = every kind.
     pub kinds: Vec<MemoryKind>,
     /// All required.
@@ -238,7 +274,7 @@ impl VectorIndexError {
     }
 }
 
-/// Dense + sparse storage of memories, per tenant.
+/// Dense + sparse storage of memories and episodes, per tenant.
 ///
 /// Every method is scoped to `tenant`: no call sees, counts, changes or
 /// deletes another tenant's points, whatever ids or subject names it is

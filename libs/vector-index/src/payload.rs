@@ -9,12 +9,15 @@
 use mnemo_domain::{MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
 use serde_json::{json, Map, Value};
 
-use crate::{PointPayload, SearchFilter, VectorIndexError};
+use crate::{PointPayload, PointType, SearchFilter, VectorIndexError};
 
 /// Payload keys.
 pub mod fields {
     pub const TENANT: &str = "tenant";
     pub const SUBJECT: &str = "subject";
+    /// `memory` or `episode`; absent on points written before episodes,
+    /// which are all memories.
+    pub const TYPE: &str = "type";
     pub const KIND: &str = "kind";
     pub const TAGS: &str = "tags";
     pub const STATE: &str = "state";
@@ -36,6 +39,7 @@ pub fn indexes() -> Vec<(&'static str, Value)> {
             json!({"type": "keyword", "is_tenant": true}),
         ),
         (fields::SUBJECT, json!({"type": "keyword"})),
+        (fields::TYPE, json!({"type": "keyword"})),
         (fields::KIND, json!({"type": "keyword"})),
         (fields::TAGS, json!({"type": "keyword"})),
         (fields::STATE, json!({"type": "keyword"})),
@@ -55,6 +59,7 @@ pub fn to_json(payload: &PointPayload) -> Map<String, Value> {
     let mut map = Map::new();
     map.insert(fields::TENANT.into(), payload.tenant.as_str().into());
     map.insert(fields::SUBJECT.into(), payload.subject.as_str().into());
+    map.insert(fields::TYPE.into(), payload.point_type.as_str().into());
     map.insert(fields::KIND.into(), payload.kind.as_str().into());
     map.insert(fields::TAGS.into(), json!(payload.tags));
     map.insert(fields::STATE.into(), payload.state.as_str().into());
@@ -108,6 +113,12 @@ pub fn from_json(map: &Map<String, Value>) -> Result<PointPayload, VectorIndexEr
             .map_err(|e| corrupt(format!("payload tenant: {e}")))?,
         subject: SubjectId::parse(text(fields::SUBJECT)?)
             .map_err(|e| corrupt(format!("payload subject: {e}")))?,
+        point_type: match optional_text(fields::TYPE)? {
+            None => PointType::Memory,
+            Some(value) => {
+                PointType::parse(&value).ok_or_else(|| corrupt("payload type is unknown".into()))?
+            }
+        },
         kind: MemoryKind::parse(text(fields::KIND)?)
             .ok_or_else(|| corrupt("payload kind is unknown".into()))?,
         tags,
@@ -160,8 +171,19 @@ pub fn subject_filter(tenant: &TenantId, subject: &SubjectId) -> Value {
 /// a restriction to `ids` (the final fetch of a fused search).
 pub fn search_filter(tenant: &TenantId, filter: &SearchFilter, ids: Option<&[MemoryId]>) -> Value {
     let mut must = vec![tenant_condition(tenant)];
+    let mut must_not = Vec::new();
     if let Some(subject) = &filter.subject {
         must.push(json!({"key": fields::SUBJECT, "match": {"value": subject.as_str()}}));
+    }
+    let wants = |t| filter.types.is_empty() && t == PointType::Memory || filter.types.contains(&t);
+    match (wants(PointType::Memory), wants(PointType::Episode)) {
+        (true, true) => {}
+        // Not `type = memory`: points from before episodes carry no type.
+        (true, false) => must_not
+            .push(json!({"key": fields::TYPE, "match": {"value": PointType::Episode.as_str()}})),
+        (false, _) => {
+            must.push(json!({"key": fields::TYPE, "match": {"value": PointType::Episode.as_str()}}))
+        }
     }
     if !filter.kinds.is_empty() {
         let kinds: Vec<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
@@ -201,7 +223,11 @@ pub fn search_filter(tenant: &TenantId, filter: &SearchFilter, ids: Option<&[Mem
     if let Some(ids) = ids {
         must.push(has_id(ids));
     }
-    json!({ "must": must })
+    if must_not.is_empty() {
+        json!({ "must": must })
+    } else {
+        json!({ "must": must, "must_not": must_not })
+    }
 }
 
 #[cfg(test)]
@@ -212,6 +238,7 @@ mod tests {
         PointPayload {
             tenant: TenantId::parse("t1").unwrap(),
             subject: SubjectId::parse("s1").unwrap(),
+            point_type: PointType::Episode,
             kind: MemoryKind::Preference,
             tags: vec!["food".into(), "drink".into()],
             state: MemoryState::Archived,
@@ -229,6 +256,42 @@ mod tests {
         let map = to_json(&original);
         assert!(!map.contains_key(fields::AGENT));
         assert_eq!(from_json(&map).unwrap(), original);
+    }
+
+    #[test]
+    fn a_payload_without_a_type_is_a_memory() {
+        let mut map = to_json(&payload());
+        assert_eq!(map[fields::TYPE], "episode");
+        map.remove(fields::TYPE);
+        assert_eq!(from_json(&map).unwrap().point_type, PointType::Memory);
+        map.insert(fields::TYPE.into(), "dream".into());
+        assert_eq!(from_json(&map).unwrap_err().code(), "corrupt_point");
+    }
+
+    #[test]
+    fn a_filter_keeps_episodes_out_unless_asked() {
+        let tenant = TenantId::parse("t9").unwrap();
+        let only_memories = search_filter(&tenant, &SearchFilter::default(), None);
+        assert_eq!(
+            only_memories["must_not"],
+            json!([{"key": "type", "match": {"value": "episode"}}])
+        );
+        let both = SearchFilter {
+            types: vec![PointType::Memory, PointType::Episode],
+            ..SearchFilter::default()
+        };
+        let both = search_filter(&tenant, &both, None);
+        assert!(both.get("must_not").is_none());
+        assert!(!both["must"].to_string().contains("\"type\""));
+        let episodes = SearchFilter {
+            types: vec![PointType::Episode],
+            ..SearchFilter::default()
+        };
+        let episodes = search_filter(&tenant, &episodes, None);
+        assert!(episodes["must"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"key": "type", "match": {"value": "episode"}})));
     }
 
     #[test]

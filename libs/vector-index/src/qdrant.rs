@@ -1242,6 +1242,7 @@ mod tests {
         let (a, b) = (MemoryId::new(), MemoryId::new());
         let filter = SearchFilter {
             subject: Some(subject("alice")),
+            types: vec![crate::PointType::Episode],
             kinds: vec![MemoryKind::Preference, MemoryKind::Fact],
             tags: vec!["food".into(), "drink".into()],
             states: vec![MemoryState::Active, MemoryState::Archived],
@@ -1283,6 +1284,10 @@ mod tests {
                         "tags" | "session" | "agent" => {
                             assert!(matches!(keyword_of(condition).1, MatchValue::Keyword(_)))
                         }
+                        "type" => assert_eq!(
+                            keyword_of(condition).1,
+                            &MatchValue::Keyword("episode".into())
+                        ),
                         "created_at" => assert_eq!(
                             field.range,
                             Some(Range {
@@ -1314,8 +1319,17 @@ mod tests {
                 "state",
                 "subject",
                 "tags",
-                "tags"
+                "tags",
+                "type"
             ]
+        );
+        // Memories only (the default) is a `must_not`: points from before
+        // episodes carry no type.
+        let memories =
+            grpc_filter(&payload::search_filter(&t, &SearchFilter::default(), None)).unwrap();
+        assert_eq!(
+            keyword_of(&memories.must_not[0]),
+            ("type", &MatchValue::Keyword("episode".into()))
         );
     }
 
@@ -1374,7 +1388,8 @@ mod tests {
                 "state",
                 "subject",
                 "tags",
-                "tenant"
+                "tenant",
+                "type"
             ]
         );
         for index in &indexes {

@@ -47,6 +47,7 @@ pub fn payload(tenant: &TenantId, subject: &SubjectId) -> PointPayload {
     PointPayload {
         tenant: tenant.clone(),
         subject: subject.clone(),
+        point_type: crate::PointType::Memory,
         kind: MemoryKind::Fact,
         tags: Vec::new(),
         state: MemoryState::Active,
@@ -424,6 +425,56 @@ where
         ..SearchFilter::default()
     };
     assert_filter_in_every_mode(&*index, &t, filter, &ids[..1]).await;
+}
+
+pub async fn filters_by_point_type_memories_by_default<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn VectorIndex>>,
+{
+    let index = open().await;
+    let t = tenant("t1");
+    let ids = upsert_variants(
+        &*index,
+        &t,
+        vec![
+            Box::new(|_| {}),
+            Box::new(|p| p.point_type = crate::PointType::Episode),
+        ],
+    )
+    .await;
+    assert_filter_in_every_mode(&*index, &t, SearchFilter::default(), &ids[..1]).await;
+    let episodes = SearchFilter {
+        types: vec![crate::PointType::Episode],
+        ..SearchFilter::default()
+    };
+    assert_filter_in_every_mode(&*index, &t, episodes, &ids[1..]).await;
+    let both = SearchFilter {
+        types: vec![crate::PointType::Memory, crate::PointType::Episode],
+        ..SearchFilter::default()
+    };
+    assert_filter_in_every_mode(&*index, &t, both, &ids).await;
+    // The type reads back, and a subject's deletion takes its episodes too.
+    let hits = search(
+        &*index,
+        &t,
+        SearchRequest {
+            filter: SearchFilter {
+                types: vec![crate::PointType::Episode],
+                ..SearchFilter::default()
+            },
+            ..keyword(FILTER_TEXT)
+        },
+    )
+    .await;
+    assert!(hits
+        .iter()
+        .all(|h| h.payload.point_type == crate::PointType::Episode));
+    assert_eq!(
+        index.delete_subject(&t, &subject("s1")).await.unwrap(),
+        2,
+        "memories and episodes of the subject"
+    );
 }
 
 pub async fn filters_apply_inside_each_leg<F, Fut>(open: F)
@@ -1183,6 +1234,7 @@ macro_rules! vector_index_contract_tests {
             finds_by_dense_and_by_keyword,
             hybrid_ranks_a_point_matching_both_legs_first,
             filters_by_subject,
+            filters_by_point_type_memories_by_default,
             filters_apply_inside_each_leg,
             filters_by_any_of_kinds,
             filters_by_all_of_tags,

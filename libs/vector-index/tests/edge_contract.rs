@@ -163,7 +163,8 @@ async fn every_filterable_field_has_a_payload_index_after_reopen() {
             "state",
             "subject",
             "tags",
-            "tenant"
+            "tenant",
+            "type"
         ]
     );
 }

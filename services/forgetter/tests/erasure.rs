@@ -54,6 +54,7 @@ fn vector_point(subject: &SubjectId, tag: &str) -> Point {
         payload: PointPayload {
             tenant: tenant(),
             subject: subject.clone(),
+            point_type: mnemo_vector_index::PointType::Memory,
             kind: MemoryKind::Fact,
             tags: vec![tag.to_owned()],
             state: MemoryState::Active,

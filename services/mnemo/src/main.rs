@@ -122,6 +122,12 @@ enum Command {
 enum EvalCommand {
     /// LoCoMo recall@k: ingest each turn, query each question, score provenance.
     Locomo {
+        /// `memories`: one memory per turn (POST …/memories), the retrieval
+        /// engine alone. `messages`: the conversation path users take
+        /// (POST …/messages, consolidation, episodes), with time to
+        /// searchable and recall within a 1000-token context.
+        #[arg(long, default_value = "memories", value_parser = ["memories", "messages"])]
+        via: String,
         /// locomo JSON (e.g. ../shared/data/locomo-dev/locomo-dev.json).
         file: PathBuf,
         #[arg(long, default_value = "http://127.0.0.1:8080")]
@@ -417,12 +423,29 @@ async fn bench(what: BenchCommand) -> anyhow::Result<()> {
 async fn eval(config: Option<PathBuf>, what: EvalCommand) -> anyhow::Result<()> {
     match what {
         EvalCommand::Locomo {
+            via,
+            file,
+            url,
+            token,
+            subject_prefix,
+            ..
+        } if via == "messages" => {
+            mnemo_lab::eval_messages::via_messages(mnemo_lab::eval_messages::ViaMessagesArgs {
+                file,
+                url,
+                token,
+                subject_prefix,
+            })
+            .await
+        }
+        EvalCommand::Locomo {
             file,
             url,
             token,
             modes,
             subject_prefix,
             skip_ingest,
+            ..
         } => {
             mnemo_lab::eval::locomo(mnemo_lab::eval::LocomoArgs {
                 file,

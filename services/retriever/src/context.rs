@@ -1,9 +1,12 @@
 //! Context injection (seed 001): turn the last messages of a conversation
-//! into a query, and the memories found into a compact block the agent puts
-//! in its prompt: a kind marker, the content, a relative time and the
-//! importance, within a token budget.
+//! into a query, and the memories and episodes found into a compact block
+//! the agent puts in its prompt, within a token budget: a memories section
+//! (a kind marker, the content, a relative time and the importance) and a
+//! "from past conversations" section (the date, who said it, what was
+//! said).
 
 use chrono::{DateTime, Utc};
+use mnemo_domain::events::Role;
 use mnemo_domain::MemoryKind;
 
 /// A rough token count that needs no tokenizer: about four characters per
@@ -50,43 +53,86 @@ pub fn kind_marker(kind: MemoryKind) -> &'static str {
     }
 }
 
+/// What a line of the block is.
+#[derive(Debug, Clone, Copy)]
+pub enum LineKind {
+    Memory(MemoryKind),
+    /// An episode, and who said it.
+    Episode(Role),
+}
+
 pub struct BlockLine<'a> {
-    pub kind: MemoryKind,
+    pub kind: LineKind,
     pub content: &'a str,
+    /// A memory's last change; an episode's message time.
     pub updated_at: DateTime<Utc>,
     pub importance: f32,
 }
 
-/// The formatted block and how many of the lines fit the budget (lines are
-/// taken in order; the first that does not fit ends the block).
+const MEMORIES_HEADER: &str = "Relevant memories about the user (most relevant first):\n";
+const EPISODES_HEADER: &str = "From past conversations (most relevant first):\n";
+
+fn line_text(line: &BlockLine<'_>, now: DateTime<Utc>) -> String {
+    match line.kind {
+        LineKind::Memory(kind) => format!(
+            "- {} {} ({}, importance {:.2})\n",
+            kind_marker(kind),
+            line.content.trim(),
+            relative_time(line.updated_at, now),
+            line.importance
+        ),
+        // The date itself, not "3 months ago": what was said is often about
+        // its own day ("yesterday"), which the reader resolves from it.
+        LineKind::Episode(role) => format!(
+            "- [{}] {}: {}\n",
+            line.updated_at.format("%Y-%m-%d"),
+            crate::episodes::role_name(role),
+            line.content.trim(),
+        ),
+    }
+}
+
+/// The formatted block and how many of the lines fit the budget. Lines
+/// are ranked across both sections and taken in that order (the first that
+/// does not fit ends the block), then shown by section: memories first.
+/// A section's header is paid for with its first line.
 pub fn format_block(
     lines: &[BlockLine<'_>],
     token_budget: usize,
     now: DateTime<Utc>,
 ) -> (String, usize, usize) {
-    const HEADER: &str = "Relevant memories about the user (most relevant first):\n";
-    let mut block = String::from(HEADER);
-    let mut used = estimate_tokens(HEADER);
+    let mut memories = String::new();
+    let mut episodes = String::new();
+    let mut used = 0;
     let mut included = 0;
     for line in lines {
-        let text = format!(
-            "- {} {} ({}, importance {:.2})\n",
-            kind_marker(line.kind),
-            line.content.trim(),
-            relative_time(line.updated_at, now),
-            line.importance
-        );
-        let cost = estimate_tokens(&text);
+        let (section, header) = match line.kind {
+            LineKind::Memory(_) => (&mut memories, MEMORIES_HEADER),
+            LineKind::Episode(_) => (&mut episodes, EPISODES_HEADER),
+        };
+        let text = line_text(line, now);
+        let header_cost = if section.is_empty() {
+            estimate_tokens(header)
+        } else {
+            0
+        };
+        let cost = estimate_tokens(&text) + header_cost;
         if used + cost > token_budget {
             break;
         }
+        if section.is_empty() {
+            section.push_str(header);
+        }
         used += cost;
-        block.push_str(&text);
+        section.push_str(&text);
         included += 1;
     }
     if included == 0 {
         return (String::new(), 0, 0);
     }
+    // Each section starts with its header line; nothing else between them,
+    // so what was counted is what is sent.
+    let block = memories + &episodes;
     (block, included, used)
 }
 
@@ -114,7 +160,7 @@ pub fn build_query<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::Duration;
+    use chrono::{Duration, TimeZone};
 
     #[test]
     fn tokens_are_estimated_for_latin_and_cjk() {
@@ -139,19 +185,19 @@ mod tests {
         let now = Utc::now();
         let lines = [
             BlockLine {
-                kind: MemoryKind::Preference,
+                kind: LineKind::Memory(MemoryKind::Preference),
                 content: "Loves green tea",
                 updated_at: now - Duration::days(2),
                 importance: 0.85,
             },
             BlockLine {
-                kind: MemoryKind::Fact,
+                kind: LineKind::Memory(MemoryKind::Fact),
                 content: &"long ".repeat(200),
                 updated_at: now,
                 importance: 0.7,
             },
             BlockLine {
-                kind: MemoryKind::Rule,
+                kind: LineKind::Memory(MemoryKind::Rule),
                 content: "Never call before 9am",
                 updated_at: now,
                 importance: 0.9,
@@ -166,6 +212,46 @@ mod tests {
         assert!(used <= 60);
         let (empty, none, _) = format_block(&lines, 5, now);
         assert!(empty.is_empty() && none == 0);
+    }
+
+    #[test]
+    fn memories_and_episodes_share_one_ranked_budget_in_two_sections() {
+        let now = Utc::now();
+        let said = Utc.with_ymd_and_hms(2023, 5, 8, 13, 56, 0).unwrap();
+        let lines = [
+            BlockLine {
+                kind: LineKind::Episode(Role::User),
+                content: "I went to the support group yesterday.",
+                updated_at: said,
+                importance: 0.5,
+            },
+            BlockLine {
+                kind: LineKind::Memory(MemoryKind::Preference),
+                content: "Loves green tea",
+                updated_at: now,
+                importance: 0.85,
+            },
+            BlockLine {
+                kind: LineKind::Episode(Role::Assistant),
+                content: &"long ".repeat(200),
+                updated_at: said,
+                importance: 0.5,
+            },
+        ];
+        let (block, included, used) = format_block(&lines, 80, now);
+        assert_eq!(included, 2, "{block}");
+        let memories_at = block.find("Relevant memories").unwrap();
+        let episodes_at = block.find("From past conversations").unwrap();
+        assert!(memories_at < episodes_at, "memories first: {block}");
+        assert!(
+            block.contains("- [2023-05-08] user: I went to the support group yesterday.\n"),
+            "{block}"
+        );
+        assert!(used <= 80, "{used}");
+        // Episodes only: no memories header.
+        let (only, n, _) = format_block(&lines[..1], 80, now);
+        assert_eq!(n, 1);
+        assert!(only.starts_with("From past conversations"), "{only}");
     }
 
     #[test]

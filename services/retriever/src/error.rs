@@ -111,6 +111,10 @@ pub enum SearchError {
     InvalidK { max: usize },
     #[error("expand_depth must be between 0 and {max}")]
     InvalidExpandDepth { max: u8 },
+    #[error("window must be between 0 and {max}")]
+    InvalidWindow { max: u8 },
+    #[error("include must name at least one of memories, episodes")]
+    EmptyInclude,
     #[error("{field} must be between 0 and 1")]
     OutOfRange { field: &'static str },
     #[error("from is after to")]
@@ -143,6 +147,8 @@ impl Classified for SearchError {
             SearchError::InvalidQuery { .. }
             | SearchError::InvalidK { .. }
             | SearchError::InvalidExpandDepth { .. }
+            | SearchError::InvalidWindow { .. }
+            | SearchError::EmptyInclude
             | SearchError::OutOfRange { .. }
             | SearchError::InvalidRange
             | SearchError::FilterTooLong { .. }
@@ -163,6 +169,8 @@ impl Classified for SearchError {
             SearchError::InvalidQuery { .. } => "invalid_query",
             SearchError::InvalidK { .. } => "invalid_k",
             SearchError::InvalidExpandDepth { .. } => "invalid_expand_depth",
+            SearchError::InvalidWindow { .. } => "invalid_window",
+            SearchError::EmptyInclude => "invalid_include",
             SearchError::OutOfRange { .. } => "out_of_range",
             SearchError::InvalidRange => "invalid_range",
             SearchError::FilterTooLong { .. } => "filter_too_long",

@@ -8,6 +8,7 @@
 //! from the read model and trail the log by the relay's lag.
 
 pub mod context;
+pub mod episodes;
 pub mod error;
 pub mod handlers;
 pub mod projection;

@@ -14,7 +14,7 @@ use mnemo_domain::{Memory, MemoryState, RecordedEvent, TenantId};
 use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_read_model::MemoryReadModel;
-use mnemo_vector_index::{Point, PointPayload, VectorIndex};
+use mnemo_vector_index::{Point, PointPayload, PointType, VectorIndex};
 
 pub struct MemoryProjection {
     log: SealedLog,
@@ -82,6 +82,7 @@ pub fn payload_of(tenant: &TenantId, memory: &Memory, tokens: PointTokens) -> Po
     PointPayload {
         tenant: tenant.clone(),
         subject: memory.subject.clone(),
+        point_type: PointType::Memory,
         kind: memory.kind,
         tags: tokens.tags,
         state: memory.state,

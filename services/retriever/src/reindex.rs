@@ -5,7 +5,9 @@
 //! current one, which also sheds the bytes of deleted points) is made by
 //! replaying the log: every memory stream touched after a position is
 //! folded to its latest state and written to the target index, embedded
-//! with the target's embedder. Only the index is written; the read model is
+//! with the target's embedder, and every message after it becomes its
+//! episode point again (with the turn before it, as the live projection
+//! writes it). Only the index is written; the read model is
 //! already current and stays as it is.
 //!
 //! The replay is idempotent (points are replaced whole, by memory id), so a
@@ -20,6 +22,7 @@ use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_vector_index::{Point, VectorIndex};
 
+use crate::episodes::{index_episodes, Episode};
 use crate::projection::{payload_of, PointTokens};
 
 /// How many events one `read_all` page holds.
@@ -48,6 +51,8 @@ pub struct Replayed {
     pub points: u64,
     /// Subjects whose points were removed because the log says they were erased.
     pub erased_subjects: u64,
+    /// Episode points written (messages whose subject was not erased).
+    pub episodes: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +94,10 @@ pub async fn replay(
     let mut seen: HashSet<(TenantId, String)> = HashSet::new();
     let mut memories: VecDeque<(TenantId, SubjectId, String)> = VecDeque::new();
     let mut erased: Vec<(TenantId, SubjectId)> = Vec::new();
+    // Conversation streams with a message in the range, and the first
+    // version of it there: the episodes from that one on are (re)written.
+    let mut conversations: Vec<(TenantId, String, u64)> = Vec::new();
+    let mut conversation_seen: HashSet<(TenantId, String)> = HashSet::new();
     let mut position = after.max(0);
     let mut events = 0u64;
     while position < head {
@@ -101,9 +110,16 @@ pub async fn replay(
         for event in page.into_iter().filter(|e| e.global_position <= head) {
             events += 1;
             let is_erasure = event.is(EventType::SubjectErased);
+            let is_message = event.is(EventType::MessageReceived);
             let Some(subject) = event.subject else {
                 continue;
             };
+            if is_message {
+                if conversation_seen.insert((event.tenant.clone(), event.stream_id.clone())) {
+                    conversations.push((event.tenant, event.stream_id, event.stream_version));
+                }
+                continue;
+            }
             if is_erasure {
                 erased.push((event.tenant, subject));
             } else if event.stream_id.starts_with("memory-")
@@ -139,8 +155,49 @@ pub async fn replay(
             total,
         });
     }
+    for (tenant, stream_id, first) in &conversations {
+        outcome.episodes +=
+            index_conversation(log, embedder, index, tenant, stream_id, *first).await?;
+    }
     outcome.position = head;
     Ok(outcome)
+}
+
+/// Writes the episode points of a conversation's messages from version
+/// `first` on, in batches; the turn before `first` is read as context.
+async fn index_conversation(
+    log: &SealedLog,
+    embedder: &dyn Embedder,
+    index: &dyn VectorIndex,
+    tenant: &TenantId,
+    stream_id: &str,
+    first: u64,
+) -> Result<u64, ReplayError> {
+    let turns: Vec<Episode> = log
+        .read_stream_range(tenant, stream_id, first.saturating_sub(1), u64::MAX)
+        .await
+        .map_err(|e| ReplayError::Log(e.to_string()))?
+        .iter()
+        .filter_map(Episode::of)
+        .collect();
+    let mut pairs: Vec<(Option<Episode>, Episode)> = Vec::with_capacity(turns.len());
+    let mut previous: Option<&Episode> = None;
+    for turn in &turns {
+        if turn.stream_version >= first {
+            // The live projection's rule: the turn just before, when it is
+            // readable (an erased one is not context).
+            let before = previous.filter(|p| p.stream_version + 1 == turn.stream_version);
+            pairs.push((before.cloned(), turn.clone()));
+        }
+        previous = Some(turn);
+    }
+    let mut written = 0;
+    for chunk in pairs.chunks(BATCH) {
+        written += index_episodes(log.cipher(), embedder, index, tenant, chunk)
+            .await
+            .map_err(|e| ReplayError::Index(e.to_string()))?;
+    }
+    Ok(written)
 }
 
 /// Folds each memory and writes its point (or removes it when the memory is

@@ -1,6 +1,7 @@
 //! Search and context endpoints: hybrid retrieval over the vector index,
-//! ranked with recency and importance, diversified with MMR, explained
-//! component by component, and reported to the forgetter as access signals.
+//! memories and episodes (what was said) in one candidate list, ranked with
+//! recency and importance, diversified with MMR, explained component by
+//! component, and reported to the forgetter as access signals.
 
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
@@ -13,14 +14,17 @@ use mnemo_domain::events::RelationKind;
 use mnemo_domain::ids::MAX_ID_LEN;
 use mnemo_domain::memory::{MAX_TAGS, MAX_TAG_CHARS};
 use mnemo_domain::signals::AccessSignal;
-use mnemo_domain::{Memory, MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
+use mnemo_domain::{EventId, Memory, MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
 use mnemo_http::views::MemoryView;
 use mnemo_http::{ApiError, Authenticated, SubjectPath};
-use mnemo_vector_index::{SearchFilter, SearchMode, SearchRequest as IndexRequest};
+use mnemo_vector_index::{Hit, PointType, SearchFilter, SearchMode, SearchRequest as IndexRequest};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::context::{build_query, estimate_tokens, format_block, profile_section, BlockLine};
+use crate::context::{
+    build_query, estimate_tokens, format_block, profile_section, BlockLine, LineKind,
+};
+use crate::episodes::{read_turns, Episode, EPISODE_IMPORTANCE, MAX_WINDOW};
 use crate::error::{ReadError, SearchError};
 use crate::ranking::{rank, Candidate};
 use crate::review::Profile;
@@ -57,6 +61,15 @@ pub struct Filters {
     pub include_archived: bool,
 }
 
+/// What a search returns: curated memories, episodes (what was said), or
+/// both (the default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Include {
+    Memories,
+    Episodes,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SearchInput {
@@ -68,6 +81,42 @@ pub struct SearchInput {
     pub filters: Filters,
     /// Hops of premise / cause edges to follow from each hit (0–2).
     pub expand_depth: Option<u8>,
+    /// Memories, episodes or both (default both).
+    pub include: Option<Vec<Include>>,
+    /// Turns on each side of an episode to return with it (0–2, default 0).
+    pub window: Option<u8>,
+}
+
+/// The point types `include` asks for (both when absent). A kind filter
+/// is a memory filter: with one, no episode can match.
+fn point_types(
+    include: Option<&[Include]>,
+    filters: &Filters,
+) -> Result<Vec<PointType>, SearchError> {
+    let include = include.unwrap_or(&[Include::Memories, Include::Episodes]);
+    if include.is_empty() {
+        return Err(SearchError::EmptyInclude);
+    }
+    let mut types = Vec::new();
+    if include.contains(&Include::Memories) {
+        types.push(PointType::Memory);
+    }
+    if include.contains(&Include::Episodes) && filters.kinds.is_empty() {
+        types.push(PointType::Episode);
+    }
+    if types.is_empty() {
+        // Episodes only, with a kind filter: nothing can match. Ask the
+        // index for episodes of no kind rather than for memories.
+        types.push(PointType::Episode);
+    }
+    Ok(types)
+}
+
+fn check_window(window: Option<u8>) -> Result<u8, SearchError> {
+    match window.unwrap_or(0) {
+        window if window <= MAX_WINDOW => Ok(window),
+        _ => Err(SearchError::InvalidWindow { max: MAX_WINDOW }),
+    }
 }
 
 fn check_expand_depth(depth: Option<u8>) -> Result<u8, SearchError> {
@@ -127,6 +176,7 @@ fn to_filter(subject: &SubjectId, filters: &Filters) -> Result<SearchFilter, Sea
     }
     Ok(SearchFilter {
         subject: Some(subject.clone()),
+        types: vec![PointType::Memory],
         kinds: filters.kinds.clone(),
         tags: filters
             .tags
@@ -142,9 +192,24 @@ fn to_filter(subject: &SubjectId, filters: &Filters) -> Result<SearchFilter, Sea
     })
 }
 
+/// An episode found by a search, with the turns around it when a window
+/// was asked (in conversation order, itself included).
+#[derive(Debug, Clone)]
+pub struct EpisodeHit {
+    pub episode: Episode,
+    pub turns: Vec<Episode>,
+}
+
+/// What a result is.
+#[derive(Debug, Clone)]
+pub enum Item {
+    Memory(Memory),
+    Episode(EpisodeHit),
+}
+
 /// One ranked result with everything that explains it.
 pub struct Found {
-    pub memory: mnemo_domain::Memory,
+    pub item: Item,
     pub parts: crate::ranking::ScoreParts,
     pub fused: f64,
     pub dense_rank: Option<usize>,
@@ -162,9 +227,56 @@ pub struct Via {
 }
 
 impl Found {
+    pub fn memory(&self) -> Option<&Memory> {
+        match &self.item {
+            Item::Memory(memory) => Some(memory),
+            Item::Episode(_) => None,
+        }
+    }
+
+    pub fn episode(&self) -> Option<&EpisodeHit> {
+        match &self.item {
+            Item::Memory(_) => None,
+            Item::Episode(hit) => Some(hit),
+        }
+    }
+
+    /// The messages this result stands for: a memory's sources, or exactly
+    /// the turns an episode result returns.
+    pub fn source_event_ids(&self) -> Vec<EventId> {
+        match &self.item {
+            Item::Memory(memory) => memory.provenance.source_event_ids.clone(),
+            Item::Episode(hit) => hit.turns.iter().map(|t| t.event_id).collect(),
+        }
+    }
+
+    /// The text it would put in a prompt (`None` for an erased memory).
+    pub fn text(&self) -> Option<&str> {
+        match &self.item {
+            Item::Memory(memory) => memory.content.as_text(),
+            Item::Episode(hit) => Some(&hit.episode.content),
+        }
+    }
+
     pub fn to_json(&self) -> Value {
-        json!({
-            "memory": MemoryView::of(&self.memory),
+        let provenance = json!({
+            "source_event_ids": self
+                .source_event_ids()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+        });
+        let (kind, body) = match &self.item {
+            Item::Memory(memory) => ("memory", json!({"memory": MemoryView::of(memory)})),
+            Item::Episode(hit) => {
+                let mut episode = hit.episode.to_json();
+                episode["turns"] = hit.turns.iter().map(Episode::to_json).collect();
+                ("episode", json!({ "episode": episode }))
+            }
+        };
+        let mut result = json!({
+            "type": kind,
+            "provenance": provenance,
             "score": self.parts.final_score,
             "via": self.via.map(|via| json!({"relation": via.relation.as_str(), "of": via.of.to_string()})),
             "components": {
@@ -178,7 +290,11 @@ impl Found {
                 "combined": self.parts.combined,
                 "redundancy": self.parts.redundancy,
             },
-        })
+        });
+        if let (Some(result), Value::Object(body)) = (result.as_object_mut(), body) {
+            result.extend(body);
+        }
+        result
     }
 }
 
@@ -191,9 +307,12 @@ pub struct FindRequest {
     pub query: String,
     pub k: usize,
     pub mode: Mode,
+    /// Its `types` say whether episodes are searched too.
     pub filter: SearchFilter,
     /// Hops of premise / cause edges to follow from each hit (0–2).
     pub expand_depth: u8,
+    /// Turns on each side of an episode to return with it (0–2).
+    pub window: u8,
 }
 
 /// Runs a ranked search for one subject, then follows premise and cause
@@ -242,6 +361,7 @@ pub async fn find_memories(
         mode,
         filter,
         expand_depth,
+        window,
     } = request;
     let (tenant, subject, query) = (&tenant, &subject, query.as_str());
     let filter = with_tokens(state, tenant, subject, filter).await?;
@@ -277,30 +397,53 @@ pub async fn find_memories(
         .search(tenant, &request)
         .await
         .map_err(SearchError::Index)?;
-    let mut rows = hydrate(state, tenant, hits.iter().map(|hit| hit.id)).await?;
+    // Ids collected first: an iterator over `hits` held across the awaits
+    // would make this future's type depend on a borrow it cannot name.
+    let ids_of = |wanted: PointType| -> Vec<MemoryId> {
+        hits.iter()
+            .filter(|hit| hit.payload.point_type == wanted)
+            .map(|hit| hit.id)
+            .collect()
+    };
+    let (memory_ids, episode_ids) = (ids_of(PointType::Memory), ids_of(PointType::Episode));
+    let mut rows = hydrate(state, tenant, memory_ids).await?;
+    let mut episodes = hydrate_episodes(state, tenant, subject, episode_ids, window).await?;
     let mut candidates = Vec::with_capacity(hits.len());
     for hit in hits {
-        // A point whose row is gone (erased, or not projected yet) is
-        // skipped. The index returns a point once, so `remove` takes each
-        // row for its only hit.
-        let Some(memory) = rows.remove(&hit.id) else {
-            continue;
+        // A point whose row or message is gone (erased, or not projected
+        // yet) is skipped. The index returns a point once, so `remove`
+        // takes each row for its only hit.
+        let (item, importance, updated_at) = match hit.payload.point_type {
+            PointType::Memory => match rows.remove(&hit.id) {
+                Some(memory) => {
+                    let (importance, updated_at) = (memory.importance, memory.updated_at);
+                    (Item::Memory(memory), importance, updated_at)
+                }
+                None => continue,
+            },
+            PointType::Episode => match episodes.remove(&hit.id) {
+                Some(found) => {
+                    let at = found.episode.timestamp;
+                    (Item::Episode(found), EPISODE_IMPORTANCE, at)
+                }
+                None => continue,
+            },
         };
         candidates.push(Candidate {
             relevance: f64::from(hit.score),
-            importance: f64::from(memory.importance),
-            updated_at: memory.updated_at,
+            importance: f64::from(importance),
+            updated_at,
             dense: hit.dense.clone(),
-            item: (memory, hit),
+            item: (item, hit),
         });
     }
     let ranked = rank(candidates, k, &state.ranking, Utc::now());
     let found: Vec<Found> = ranked
         .into_iter()
         .map(|r| {
-            let (memory, hit) = r.item;
+            let (item, hit): (Item, Hit) = r.item;
             Found {
-                memory,
+                item,
                 parts: r.parts,
                 fused: f64::from(hit.score),
                 dense_rank: hit.dense_rank,
@@ -334,6 +477,53 @@ async fn hydrate(
     Ok(rows.into_iter().map(|memory| (memory.id, memory)).collect())
 }
 
+/// The episodes of these points (message event ids), with `window` turns
+/// on each side from the same session, by point id. A point whose message
+/// is no longer readable (erased) or belongs to another subject is absent.
+async fn hydrate_episodes(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    subject: &SubjectId,
+    ids: Vec<MemoryId>,
+    window: u8,
+) -> Result<HashMap<MemoryId, EpisodeHit>, SearchError> {
+    let log_error = |e: mnemo_event_store::sealed::LogError| SearchError::Read(ReadError::Log(e));
+    let mut found = HashMap::new();
+    for id in ids {
+        let event_id = EventId::from_uuid(id.as_uuid());
+        let Some(decoded) = state
+            .log
+            .get_event(tenant, &event_id)
+            .await
+            .map_err(log_error)?
+        else {
+            continue;
+        };
+        let Some(episode) = Episode::of(&decoded).filter(|e| &e.subject == subject) else {
+            continue;
+        };
+        let turns = if window == 0 {
+            vec![episode.clone()]
+        } else {
+            let version = episode.stream_version;
+            read_turns(
+                &state.log,
+                tenant,
+                &episode.stream_id,
+                version.saturating_sub(u64::from(window)),
+                version + u64::from(window),
+            )
+            .await
+            .map_err(log_error)?
+            .into_iter()
+            .filter(|turn| turn.session == episode.session)
+            .collect()
+        };
+        found.insert(id, EpisodeHit { episode, turns });
+    }
+    Ok(found)
+}
+
 /// The memories that explain the hits: for each hit, the `from` end of its
 /// premise and cause edges (where the hit is `to`), then theirs, up to
 /// `depth` hops, breadth first. They come after the hits and displace none;
@@ -348,7 +538,10 @@ async fn expand(
     k: usize,
     depth: u8,
 ) -> Result<Vec<Found>, SearchError> {
-    let mut seen: HashSet<MemoryId> = hits.iter().map(|f| f.memory.id).collect();
+    let mut seen: HashSet<MemoryId> = hits
+        .iter()
+        .filter_map(|f| f.memory().map(|m| m.id))
+        .collect();
     let mut extras: Vec<Found> = Vec::new();
     // (is_extra, index into hits or extras)
     let mut frontier: Vec<(bool, usize)> = (0..hits.len()).map(|i| (false, i)).collect();
@@ -366,14 +559,17 @@ async fn expand(
             } else {
                 &hits[index]
             };
-            for edge in parent
-                .memory
+            // Episodes have no edges.
+            let Some(memory) = parent.memory() else {
+                continue;
+            };
+            for edge in memory
                 .relations
                 .iter()
-                .filter(|r| r.to == parent.memory.id && r.relation.explains())
+                .filter(|r| r.to == memory.id && r.relation.explains())
             {
                 if seen.insert(edge.from) {
-                    edges.push((edge.clone(), parent.memory.id, parent.parts.clone()));
+                    edges.push((edge.clone(), memory.id, parent.parts.clone()));
                 }
             }
         }
@@ -403,7 +599,7 @@ async fn expand(
                 final_score: parent_parts.final_score * weight,
             };
             extras.push(Found {
-                memory,
+                item: Item::Memory(memory),
                 parts,
                 fused: 0.0,
                 dense_rank: None,
@@ -432,15 +628,15 @@ async fn signal_access(
     subject: &SubjectId,
     found: &[Found],
 ) {
-    if found.is_empty() {
+    // Episodes are not scored for forgetting by use: only memories.
+    let memories: Vec<MemoryId> = found
+        .iter()
+        .filter_map(|f| f.memory().map(|m| m.id))
+        .collect();
+    if memories.is_empty() {
         return;
     }
-    let signal = AccessSignal::new(
-        tenant.clone(),
-        subject.clone(),
-        found.iter().map(|f| f.memory.id).collect(),
-        Utc::now(),
-    );
+    let signal = AccessSignal::new(tenant.clone(), subject.clone(), memories, Utc::now());
     let record = OutgoingRecord {
         key: signal.key(),
         payload: signal.encode(),
@@ -473,6 +669,10 @@ pub struct SearchRequest {
     pub filters: Filters,
     /// Hops of premise / cause edges to follow from each hit (default 2).
     pub expand_depth: Option<u8>,
+    /// Memories, episodes or both (default both).
+    pub include: Option<Vec<Include>>,
+    /// Turns on each side of an episode (default 0).
+    pub window: Option<u8>,
 }
 
 pub async fn search_memories(
@@ -487,7 +687,9 @@ pub async fn search_memories(
     }
     let k = check_k(request.k, 10)?;
     let expand_depth = check_expand_depth(request.expand_depth)?;
-    let filter = to_filter(&request.subject, &request.filters)?;
+    let window = check_window(request.window)?;
+    let mut filter = to_filter(&request.subject, &request.filters)?;
+    filter.types = point_types(request.include.as_deref(), &request.filters)?;
     find_memories(
         state,
         FindRequest {
@@ -498,6 +700,7 @@ pub async fn search_memories(
             mode: request.mode,
             filter,
             expand_depth,
+            window,
         },
     )
     .await
@@ -521,6 +724,8 @@ pub async fn search(
             mode: input.mode,
             filters: input.filters,
             expand_depth: input.expand_depth,
+            include: input.include,
+            window: input.window,
         },
     )
     .await?;
@@ -555,6 +760,10 @@ pub struct ContextInput {
     /// Put the subject's profile (its rolling summary) at the top.
     #[serde(default)]
     pub include_profile: bool,
+    /// Memories, episodes or both (default both).
+    pub include: Option<Vec<Include>>,
+    /// Turns on each side of an episode (0–2, default 0).
+    pub window: Option<u8>,
 }
 
 /// The memories for the next turn of a conversation, for a subject whose
@@ -573,6 +782,8 @@ pub struct ContextRequest {
     pub filters: Filters,
     pub expand_depth: Option<u8>,
     pub include_profile: bool,
+    pub include: Option<Vec<Include>>,
+    pub window: Option<u8>,
 }
 
 /// The block to put in the prompt and what it was made of.
@@ -580,7 +791,7 @@ pub struct Context {
     pub block: String,
     pub tokens: usize,
     pub query_tokens: usize,
-    /// The memories in the block, in its order.
+    /// The memories and episodes in the block, in rank order.
     pub memories: Vec<Found>,
     pub profile: Option<Profile>,
 }
@@ -601,6 +812,8 @@ pub async fn build_context(
         filters,
         expand_depth,
         include_profile,
+        include,
+        window,
     } = request;
     let last_n = last_n.unwrap_or(3);
     if !(1..=50).contains(&last_n) {
@@ -628,7 +841,9 @@ pub async fn build_context(
         return Err(SearchError::NoQuery);
     }
     let expand_depth = check_expand_depth(expand_depth)?;
-    let filter = to_filter(&subject, &filters)?;
+    let window = check_window(window)?;
+    let mut filter = to_filter(&subject, &filters)?;
+    filter.types = point_types(include.as_deref(), &filters)?;
     let profile = if include_profile {
         crate::review::latest_profile(state, &tenant, &subject).await?
     } else {
@@ -645,40 +860,12 @@ pub async fn build_context(
             mode,
             filter,
             expand_depth,
+            window,
         },
     )
     .await?;
-    // Only readable memories, so the block and the list stay line for line.
-    // A memory reached by an edge stays when the one it explains stays.
-    let mut kept: Vec<Found> = Vec::with_capacity(found.len());
-    let mut kept_ids: HashSet<MemoryId> = HashSet::new();
-    for f in found {
-        if f.memory.content.as_text().is_none() {
-            continue;
-        }
-        let relevant = match f.via {
-            Some(via) => kept_ids.contains(&via.of),
-            None => {
-                f64::from(f.dense_similarity.unwrap_or(f.parts.relevance as f32))
-                    >= f64::from(min_relevance)
-            }
-        };
-        if relevant {
-            kept_ids.insert(f.memory.id);
-            kept.push(f);
-        }
-    }
-    let lines: Vec<BlockLine<'_>> = kept
-        .iter()
-        .filter_map(|f| {
-            Some(BlockLine {
-                kind: f.memory.kind,
-                content: f.memory.content.as_text()?,
-                updated_at: f.memory.updated_at,
-                importance: f.memory.importance,
-            })
-        })
-        .collect();
+    let mut kept = keep_for_block(found, min_relevance);
+    let lines: Vec<BlockLine<'_>> = kept.iter().filter_map(block_line).collect();
     // The profile comes first and is paid for first; one that does not fit
     // the budget is left out of the block (still returned as `profile`).
     let profile_section = profile
@@ -699,6 +886,66 @@ pub async fn build_context(
         query_tokens,
         memories: kept,
         profile,
+    })
+}
+
+/// What of the ranked results goes into the block, in rank order: only
+/// readable ones, so the block and the list stay line for line; a memory
+/// reached by an edge when the one it explains stays; and never a memory
+/// and the episode it came from both (whichever ranks lower is dropped, so
+/// the budget is not spent twice on one thing said).
+fn keep_for_block(found: Vec<Found>, min_relevance: f32) -> Vec<Found> {
+    let mut kept: Vec<Found> = Vec::with_capacity(found.len());
+    let mut kept_ids: HashSet<MemoryId> = HashSet::new();
+    // Messages already in the block: episodes shown, memories' sources.
+    let mut shown: HashSet<EventId> = HashSet::new();
+    for f in found {
+        if f.text().is_none() {
+            continue;
+        }
+        let relevant = match f.via {
+            Some(via) => kept_ids.contains(&via.of),
+            None => {
+                f64::from(f.dense_similarity.unwrap_or(f.parts.relevance as f32))
+                    >= f64::from(min_relevance)
+            }
+        };
+        if !relevant {
+            continue;
+        }
+        let sources = f.source_event_ids();
+        let repeats = match &f.item {
+            // An episode whose message a kept memory was made from.
+            Item::Episode(hit) => shown.contains(&hit.episode.event_id),
+            // A memory made only of messages already shown as episodes.
+            Item::Memory(_) => !sources.is_empty() && sources.iter().all(|s| shown.contains(s)),
+        };
+        if repeats {
+            continue;
+        }
+        shown.extend(sources);
+        if let Some(memory) = f.memory() {
+            kept_ids.insert(memory.id);
+        }
+        kept.push(f);
+    }
+    kept
+}
+
+fn block_line(found: &Found) -> Option<BlockLine<'_>> {
+    Some(match &found.item {
+        Item::Memory(memory) => BlockLine {
+            kind: LineKind::Memory(memory.kind),
+            content: memory.content.as_text()?,
+            updated_at: memory.updated_at,
+            importance: memory.importance,
+        },
+        Item::Episode(hit) => BlockLine {
+            kind: LineKind::Episode(hit.episode.role),
+            content: &hit.episode.content,
+            updated_at: hit.episode.timestamp,
+            importance: EPISODE_IMPORTANCE,
+        },
     })
 }
 
@@ -724,15 +971,26 @@ pub async fn context(
             filters: input.filters,
             expand_depth: input.expand_depth,
             include_profile: input.include_profile,
+            include: input.include,
+            window: input.window,
         },
     )
     .await?;
-    let memories: Vec<Value> = context.memories.iter().map(Found::to_json).collect();
+    let of_type = |episodes: bool| -> Vec<Value> {
+        context
+            .memories
+            .iter()
+            .filter(|f| f.episode().is_some() == episodes)
+            .map(Found::to_json)
+            .collect()
+    };
+    let (memories, episodes) = (of_type(false), of_type(true));
     Ok(HttpResponse::Ok().json(json!({
         "block": context.block,
         "tokens": context.tokens,
         "query_tokens": context.query_tokens,
         "memories": memories,
+        "episodes": episodes,
         "profile": context.profile.map(|p| p.to_json(&subject)),
     })))
 }

@@ -223,6 +223,7 @@ impl Fixture {
                 mode,
                 filter,
                 expand_depth: 2,
+                window: 0,
             },
         )
         .await
@@ -250,12 +251,19 @@ async fn search_with_k_10_hydrates_its_hits_with_one_read_model_call() {
     let (gets, get_manys) = fx.read_model.take();
     assert_eq!(gets, 0, "no read-model `get` per hit");
     assert_eq!(get_manys, 1, "one `get_many` for every hit");
-    let ids: BTreeSet<MemoryId> = found.iter().map(|f| f.memory.id).collect();
+    let ids: BTreeSet<MemoryId> = found.iter().map(|f| f.memory().unwrap().id).collect();
     assert_eq!(ids.len(), 10, "each memory once");
     assert!(!ids.contains(&unprojected.id));
     for f in &found {
-        let original = written.iter().find(|m| m.id == f.memory.id).unwrap();
-        assert_eq!(f.memory.content, original.content, "the hit's own row");
+        let original = written
+            .iter()
+            .find(|m| m.id == f.memory().unwrap().id)
+            .unwrap();
+        assert_eq!(
+            f.memory().unwrap().content,
+            original.content,
+            "the hit's own row"
+        );
         assert!(f.via.is_none());
     }
 }
@@ -287,7 +295,7 @@ async fn expansion_reads_each_hop_with_one_read_model_call() {
 
     let order: Vec<(MemoryId, Option<MemoryId>)> = found
         .iter()
-        .map(|f| (f.memory.id, f.via.map(|via| via.of)))
+        .map(|f| (f.memory().unwrap().id, f.via.map(|via| via.of)))
         .collect();
     assert_eq!(
         order,

@@ -881,6 +881,7 @@ impl<'a> Searches<'a> {
                 filter: self.filter.clone(),
                 // Ranking alone: no graph expansion in the measurement.
                 expand_depth: 0,
+                window: 0,
             },
         )
         .await

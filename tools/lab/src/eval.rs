@@ -68,7 +68,7 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use mnemo_auth::{MintRequest, Minter, Principal, Scope};
 use mnemo_config::Overrides;
 use mnemo_domain::{MemoryState, SubjectId, TenantId};
-use mnemo_retriever::search::Mode;
+use mnemo_retriever::search::{Item, Mode};
 use mnemo_vector_index::SearchFilter;
 use mnemo_vector_index::DEFAULT_RRF_K;
 use secrecy::ExposeSecret;
@@ -99,7 +99,7 @@ const DIAGNOSTIC_RRF_K: [u32; 5] = [5, 10, 20, 30, 60];
 const MESSAGE_BATCH: usize = 100;
 const MEMORY_CONCURRENCY: usize = 8;
 const SEARCH_CONCURRENCY: usize = 4;
-const CATEGORY_NAMES: [&str; 4] = ["multi-hop", "temporal", "open-domain", "single-hop"];
+pub(crate) const CATEGORY_NAMES: [&str; 4] = ["multi-hop", "temporal", "open-domain", "single-hop"];
 /// How long the memory list may show no progress before the run gives up.
 const PROJECTION_STALL: Duration = Duration::from_secs(180);
 
@@ -355,7 +355,7 @@ impl Api {
             .await
     }
 
-    async fn get(&self, path: &str) -> anyhow::Result<Value> {
+    pub(crate) async fn get(&self, path: &str) -> anyhow::Result<Value> {
         let request = self.client.get(format!("{}{path}", self.url));
         self.send(request, &format!("GET {path}"), true).await
     }
@@ -587,11 +587,14 @@ async fn prepare_subject(
 #[derive(Debug, Clone)]
 pub(crate) struct Retrieved {
     key: String,
-    turns: Vec<String>,
+    pub(crate) turns: Vec<String>,
     fused: f64,
 }
 
-fn retrieved(results: &Value, dia_of: &HashMap<String, String>) -> Vec<Retrieved> {
+/// The results of a search response: a memory or an episode, each as the
+/// turns its provenance names (the result's own `provenance`, or for a
+/// server from before episodes, its memory's).
+pub(crate) fn retrieved(results: &Value, dia_of: &HashMap<String, String>) -> Vec<Retrieved> {
     results
         .get("results")
         .and_then(Value::as_array)
@@ -599,14 +602,23 @@ fn retrieved(results: &Value, dia_of: &HashMap<String, String>) -> Vec<Retrieved
         .flatten()
         .map(|result| {
             let memory = &result["memory"];
-            let turns = memory["provenance"]["source_event_ids"]
+            let provenance = if result["provenance"].is_object() {
+                &result["provenance"]
+            } else {
+                &memory["provenance"]
+            };
+            let key = memory["id"]
+                .as_str()
+                .or_else(|| result["episode"]["id"].as_str())
+                .unwrap_or_default();
+            let turns = provenance["source_event_ids"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .filter_map(|e| dia_of.get(e.as_str()?).cloned())
                 .collect();
             Retrieved {
-                key: memory["id"].as_str().unwrap_or_default().to_owned(),
+                key: key.to_owned(),
                 turns,
                 fused: result["components"]["fused"].as_f64().unwrap_or(0.0),
             }
@@ -653,7 +665,7 @@ fn rrf(a: &[Retrieved], b: &[Retrieved], k: u32, by_provenance: bool) -> Vec<Ret
     list.into_iter().map(|(_, (_, _, item))| item).collect()
 }
 
-fn recall(evidence: &[String], ranked: &[Retrieved], k: usize) -> f64 {
+pub(crate) fn recall(evidence: &[String], ranked: &[Retrieved], k: usize) -> f64 {
     let found: HashSet<&str> = ranked
         .iter()
         .take(k)
@@ -825,6 +837,7 @@ impl Shared {
                 filter,
                 // Ranking alone: no graph expansion in the measurement.
                 expand_depth: 0,
+                window: 0,
             },
         )
         .await
@@ -832,11 +845,12 @@ impl Shared {
         Ok(found
             .iter()
             .map(|f| Retrieved {
-                key: f.memory.id.to_string(),
+                key: match &f.item {
+                    Item::Memory(memory) => memory.id.to_string(),
+                    Item::Episode(hit) => hit.episode.event_id.to_string(),
+                },
                 turns: f
-                    .memory
-                    .provenance
-                    .source_event_ids
+                    .source_event_ids()
                     .iter()
                     .filter_map(|e| self.dia_of.get(&e.to_string()).cloned())
                     .collect(),

@@ -13,3 +13,4 @@ pub mod dev_kafka;
 pub mod dev_llm;
 pub mod eval;
 pub mod eval_consolidation;
+pub mod eval_messages;

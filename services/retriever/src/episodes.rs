@@ -1,0 +1,359 @@
+//! Episodes (seed 003's episodic memory): every message of a subject's
+//! conversation, as it was said (scrubbed, then sealed in the log), indexed
+//! as its own point type beside the curated memories. Memories stay
+//! selective; episodes are how the agent recalls a turn no memory was made
+//! of.
+//!
+//! Key decisions:
+//! - **The log is the episode store.** An episode's text is its message's
+//!   sealed content and its point id is the message's event id; nothing is
+//!   copied into another table. Erasure needs nothing new: the destroyed
+//!   key leaves the text unreadable, `delete_subject` and the purge take
+//!   the points, and a message handled after its key is gone is never
+//!   indexed.
+//! - **Indexed under the turn before it** in the same session: a reply
+//!   ("yes, every Sunday") only means something with what it answers.
+//! - **Dated.** Relative dates in the text ("yesterday", 上周) are resolved
+//!   against the message's timestamp and added to its keyword text, so a
+//!   search that names the date finds what was said as "last week".
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use mnemo_bus::{EventHandler, HandlerError};
+use mnemo_crypto::{CryptoError, SubjectCipher, TokenPurpose};
+use mnemo_domain::events::Role;
+use mnemo_domain::{
+    dates, AgentId, DomainEvent, EventId, EventType, MemoryId, MemoryKind, MemoryState,
+    RecordedEvent, SessionId, SubjectId, TenantId,
+};
+use mnemo_embed::Embedder;
+use mnemo_event_store::sealed::{Decoded, LogError, SealedLog};
+use mnemo_vector_index::{Point, PointPayload, PointType, VectorIndex};
+use serde_json::{json, Value};
+
+/// The importance an episode ranks with: below what the rules give a kept
+/// memory (0.6 and up), so a memory and the episode it came from tie on
+/// relevance in the memory's favour.
+pub const EPISODE_IMPORTANCE: f32 = 0.5;
+
+/// Turns on each side of an episode a search may ask for.
+pub const MAX_WINDOW: u8 = 2;
+
+/// One message as an episode: what was said, by whom, when, where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Episode {
+    pub event_id: EventId,
+    /// Its place in the conversation stream.
+    pub stream_version: u64,
+    pub stream_id: String,
+    pub subject: SubjectId,
+    pub role: Role,
+    pub content: String,
+    pub message_id: String,
+    pub session: Option<SessionId>,
+    pub agent: Option<AgentId>,
+    pub timestamp: DateTime<Utc>,
+}
+
+impl Episode {
+    /// The episode of a decoded message, or `None` for any other event and
+    /// for a message whose subject was erased.
+    pub fn of(decoded: &Decoded) -> Option<Episode> {
+        let DomainEvent::MessageReceived(message) = &decoded.event else {
+            return None;
+        };
+        let content = message.content.as_text()?;
+        Some(Episode {
+            event_id: decoded.recorded.event_id,
+            stream_version: decoded.recorded.stream_version,
+            stream_id: decoded.recorded.stream_id.clone(),
+            subject: decoded.recorded.subject.clone()?,
+            role: message.role,
+            content: content.to_owned(),
+            message_id: message.message_id.clone(),
+            session: message.session.clone(),
+            agent: message.agent.clone(),
+            timestamp: message.timestamp,
+        })
+    }
+
+    /// The point id: the message's event id, so a redelivered message
+    /// replaces its point instead of adding one.
+    pub fn point_id(&self) -> MemoryId {
+        point_id(&self.event_id)
+    }
+
+    /// The date phrases of the text, resolved against the message's date.
+    pub fn dates(&self) -> Vec<String> {
+        dates::resolve(&self.content, self.timestamp.date_naive())
+            .iter()
+            .map(dates::ResolvedDate::describe)
+            .collect()
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.event_id.to_string(),
+            "message_id": self.message_id,
+            "role": role_name(self.role),
+            "content": self.content,
+            "session": self.session.as_ref().map(ToString::to_string),
+            "agent": self.agent.as_ref().map(ToString::to_string),
+            "timestamp": self.timestamp,
+            "dates": self.dates(),
+        })
+    }
+}
+
+pub fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::System => "system",
+        Role::Tool => "tool",
+    }
+}
+
+/// The point id of the message with this event id.
+pub fn point_id(event_id: &EventId) -> MemoryId {
+    MemoryId::from_uuid(event_id.as_uuid())
+}
+
+/// What an episode is indexed under: (text to embed, text for BM25).
+/// The turn before it in the same session comes first in both; the
+/// resolved dates are added to the keyword text only, where a date in a
+/// query can meet them without pulling the embedding away from what was
+/// said.
+pub fn index_texts(previous: Option<&Episode>, episode: &Episode) -> (String, String) {
+    let mut text = String::new();
+    if let Some(previous) = previous.filter(|p| p.session == episode.session) {
+        text.push_str(&previous.content);
+        text.push('\n');
+    }
+    text.push_str(&episode.content);
+    let mut keywords = text.clone();
+    for date in episode.dates() {
+        keywords.push_str(" [");
+        keywords.push_str(&date);
+        keywords.push(']');
+    }
+    (text, keywords)
+}
+
+/// The point payload of an episode: its session as a keyed token, like a
+/// memory's (the index is given nothing of the subject it could leak).
+pub async fn payload_of(
+    cipher: &SubjectCipher,
+    tenant: &TenantId,
+    episode: &Episode,
+) -> Result<PointPayload, CryptoError> {
+    let session = match &episode.session {
+        Some(session) => Some(
+            cipher
+                .token(
+                    tenant,
+                    &episode.subject,
+                    TokenPurpose::Session,
+                    session.as_str(),
+                )
+                .await?,
+        ),
+        None => None,
+    };
+    Ok(PointPayload {
+        tenant: tenant.clone(),
+        subject: episode.subject.clone(),
+        point_type: PointType::Episode,
+        kind: MemoryKind::Fact,
+        tags: Vec::new(),
+        state: MemoryState::Active,
+        session,
+        agent: episode.agent.as_ref().map(ToString::to_string),
+        created_at: episode.timestamp.timestamp(),
+        updated_at: episode.timestamp.timestamp(),
+        importance: EPISODE_IMPORTANCE,
+    })
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EpisodeIndexError {
+    #[error("reading the log: {0}")]
+    Log(#[from] LogError),
+    #[error("sealing: {0}")]
+    Crypto(#[from] CryptoError),
+    #[error("embedding: {0}")]
+    Embed(String),
+    #[error("writing the vector index: {0}")]
+    Index(#[from] mnemo_vector_index::VectorIndexError),
+}
+
+/// Embeds and writes the points of these episodes of one tenant, each with
+/// the turn before it: one embedder call and one upsert for the batch.
+pub async fn index_episodes(
+    cipher: &SubjectCipher,
+    embedder: &dyn Embedder,
+    index: &dyn VectorIndex,
+    tenant: &TenantId,
+    episodes: &[(Option<Episode>, Episode)],
+) -> Result<u64, EpisodeIndexError> {
+    if episodes.is_empty() {
+        return Ok(0);
+    }
+    let texts: Vec<(String, String)> = episodes
+        .iter()
+        .map(|(previous, episode)| index_texts(previous.as_ref(), episode))
+        .collect();
+    let dense = embedder
+        .embed(&texts.iter().map(|(d, _)| d.clone()).collect::<Vec<_>>())
+        .await
+        .map_err(|e| EpisodeIndexError::Embed(e.to_string()))?;
+    if dense.len() != episodes.len() {
+        return Err(EpisodeIndexError::Embed(format!(
+            "asked for {} vectors, got {}",
+            episodes.len(),
+            dense.len()
+        )));
+    }
+    let mut points = Vec::with_capacity(episodes.len());
+    for (((_, episode), (_, keywords)), dense) in episodes.iter().zip(texts).zip(dense) {
+        points.push(Point {
+            id: episode.point_id(),
+            dense,
+            text: keywords,
+            payload: payload_of(cipher, tenant, episode).await?,
+        });
+    }
+    let written = points.len() as u64;
+    index.upsert(tenant, points).await?;
+    Ok(written)
+}
+
+/// The turns of a conversation stream from version `from` to `to`, as
+/// episodes (erased or non-message events left out).
+pub async fn read_turns(
+    log: &SealedLog,
+    tenant: &TenantId,
+    stream_id: &str,
+    from: u64,
+    to: u64,
+) -> Result<Vec<Episode>, LogError> {
+    Ok(log
+        .read_stream_range(tenant, stream_id, from, to)
+        .await?
+        .iter()
+        .filter_map(Episode::of)
+        .collect())
+}
+
+/// The episode projection: message events in, episode points out.
+pub struct EpisodeProjection {
+    log: SealedLog,
+    embedder: Arc<dyn Embedder>,
+    index: Arc<dyn VectorIndex>,
+}
+
+impl EpisodeProjection {
+    pub fn new(log: SealedLog, embedder: Arc<dyn Embedder>, index: Arc<dyn VectorIndex>) -> Self {
+        EpisodeProjection {
+            log,
+            embedder,
+            index,
+        }
+    }
+}
+
+fn retryable(error: impl std::fmt::Display) -> HandlerError {
+    HandlerError::Retryable(error.to_string())
+}
+
+#[async_trait]
+impl EventHandler for EpisodeProjection {
+    async fn handle(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
+        if !event.is(EventType::MessageReceived) {
+            return Ok(());
+        }
+        let tenant = &event.tenant;
+        let decoded = self.log.decode(event.clone()).await.map_err(retryable)?;
+        let Some(episode) = Episode::of(&decoded) else {
+            // Erased before it was indexed: it must not be, now or later.
+            self.index
+                .delete(tenant, &[point_id(&event.event_id)])
+                .await
+                .map_err(retryable)?;
+            return Ok(());
+        };
+        let previous = match episode.stream_version {
+            0 | 1 => None,
+            v => read_turns(&self.log, tenant, &episode.stream_id, v - 1, v - 1)
+                .await
+                .map_err(retryable)?
+                .pop(),
+        };
+        index_episodes(
+            self.log.cipher(),
+            self.embedder.as_ref(),
+            self.index.as_ref(),
+            tenant,
+            &[(previous, episode)],
+        )
+        .await
+        .map_err(retryable)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn episode(content: &str, session: Option<&str>, version: u64) -> Episode {
+        Episode {
+            event_id: EventId::new(),
+            stream_version: version,
+            stream_id: "conversation-ann".into(),
+            subject: SubjectId::parse("ann").unwrap(),
+            role: Role::User,
+            content: content.into(),
+            message_id: format!("m{version}"),
+            session: session.map(|s| SessionId::parse(s).unwrap()),
+            agent: None,
+            timestamp: Utc.with_ymd_and_hms(2023, 5, 8, 13, 56, 0).unwrap(),
+        }
+    }
+
+    #[test]
+    fn an_episode_is_indexed_under_the_turn_before_it_in_its_session() {
+        let question = episode("Do you still swim?", Some("s1"), 1);
+        let answer = episode("Yes, every Sunday.", Some("s1"), 2);
+        let (dense, keywords) = index_texts(Some(&question), &answer);
+        assert_eq!(dense, "Do you still swim?\nYes, every Sunday.");
+        assert_eq!(keywords, dense);
+        // Another session's turn is not context.
+        let elsewhere = episode("Yes, every Sunday.", Some("s2"), 2);
+        assert_eq!(
+            index_texts(Some(&question), &elsewhere).0,
+            "Yes, every Sunday."
+        );
+        assert_eq!(index_texts(None, &answer).0, "Yes, every Sunday.");
+    }
+
+    #[test]
+    fn relative_dates_are_resolved_into_the_keyword_text_only() {
+        let said = episode("I went to a support group yesterday.", None, 3);
+        assert_eq!(said.dates(), vec!["2023-05-07".to_owned()]);
+        let (dense, keywords) = index_texts(None, &said);
+        assert!(!dense.contains("2023"));
+        assert!(keywords.ends_with(" [2023-05-07]"), "{keywords}");
+        let zh = episode("我上周去了北京", None, 4);
+        assert_eq!(zh.dates(), vec!["week of 2023-05-01".to_owned()]);
+    }
+
+    #[test]
+    fn the_point_id_is_the_message_event_id() {
+        let said = episode("hello", None, 1);
+        assert_eq!(said.point_id().as_uuid(), said.event_id.as_uuid());
+    }
+}

@@ -1,0 +1,323 @@
+//! Episodic memory on the conversation path, with the real model: posted
+//! messages become searchable episodes with the provenance of exactly the
+//! turns they return, `include` and `window` are honoured, the context
+//! block has a section for them and never pays twice for one thing said,
+//! erasure takes them from the index, and a reindex brings them back.
+
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::helpers::{assert_error, spawn_app_with_model, TestApp};
+
+/// Only explicit requests consolidate, so each test decides when.
+const MANUAL: &str = "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n";
+
+/// Posts user turns of one session (ids `<session>-<n>`, a minute apart
+/// from 2023-05-08 13:56); returns their event ids in order.
+async fn post_turns(
+    app: &TestApp,
+    token: &str,
+    subject: &str,
+    session: &str,
+    lines: &[&str],
+) -> Vec<String> {
+    let messages: Vec<Value> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            json!({
+                "id": format!("{session}-{i}"),
+                "role": if i % 2 == 0 { "user" } else { "assistant" },
+                "content": text,
+                "session": session,
+                "timestamp": format!("2023-05-08T13:{:02}:00Z", 56 + i.min(3)),
+            })
+        })
+        .collect();
+    let body = app
+        .post_json(
+            &format!("/v1/subjects/{subject}/messages"),
+            token,
+            json!({ "messages": messages }),
+        )
+        .await;
+    body["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn search(app: &TestApp, token: &str, subject: &str, body: Value) -> Vec<Value> {
+    let found = app
+        .post_json(&format!("/v1/subjects/{subject}/search"), token, body)
+        .await;
+    found["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no results in {found}"))
+        .clone()
+}
+
+fn sources(result: &Value) -> Vec<String> {
+    result["provenance"]["source_event_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Waits until searching episodes for `query` returns the message
+/// `event_id` (messages are indexed in order, so the last one posted being
+/// found means all are).
+async fn wait_for_episode(app: &TestApp, token: &str, subject: &str, query: &str, event_id: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let results = search(
+            app,
+            token,
+            subject,
+            json!({"query": query, "include": ["episodes"], "k": 10}),
+        )
+        .await;
+        if results.iter().any(|r| sources(r) == [event_id]) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "episode {event_id} never became searchable: {results:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+const TRIP: [&str; 4] = [
+    "We finally booked the trip to Lisbon for October.",
+    "How are you getting there?",
+    "By night train through Madrid, my brother insisted.",
+    "That sounds lovely.",
+];
+
+#[tokio::test]
+async fn posted_messages_are_searchable_episodes_with_their_provenance() {
+    let app = spawn_app_with_model(MANUAL).await;
+    let token = app.admin("acme");
+    let ids = post_turns(&app, &token, "ivy", "s1", &TRIP).await;
+    wait_for_episode(&app, &token, "ivy", TRIP[3], &ids[3]).await;
+
+    // Nothing was consolidated: what was said is found as it was said.
+    let results = search(
+        &app,
+        &token,
+        "ivy",
+        json!({"query": "how is she travelling to Lisbon?", "k": 3}),
+    )
+    .await;
+    let top = &results[0];
+    assert_eq!(top["type"], "episode", "{results:?}");
+    assert!(top.get("memory").is_none());
+    let episode = &top["episode"];
+    assert!(
+        [TRIP[0], TRIP[2]].contains(&episode["content"].as_str().unwrap()),
+        "{top}"
+    );
+    assert_eq!(episode["session"], "s1");
+    assert_eq!(sources(top), [episode["id"].as_str().unwrap()]);
+    assert!(ids.contains(&episode["id"].as_str().unwrap().to_owned()));
+    assert!(episode["message_id"].as_str().unwrap().starts_with("s1-"));
+    assert!(episode["timestamp"]
+        .as_str()
+        .unwrap()
+        .starts_with("2023-05-08T13:"));
+    assert!(top["components"]["fused"].is_number());
+
+    // The answer is found with the question before it (indexed together).
+    let found = search(
+        &app,
+        &token,
+        "ivy",
+        json!({"query": "night train through Madrid", "include": ["episodes"], "k": 2, "window": 1}),
+    )
+    .await;
+    // The turn after it is indexed with it too, so either may rank first.
+    let train: Vec<Value> = found
+        .into_iter()
+        .filter(|r| r["episode"]["content"] == TRIP[2])
+        .collect();
+    assert_eq!(train.len(), 1, "the answer is among the first two");
+    // A window returns the neighbours of the same session, and provenance
+    // names exactly the turns returned.
+    let turns: Vec<&str> = train[0]["episode"]["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(turns, &TRIP[1..4]);
+    assert_eq!(sources(&train[0]), &ids[1..4]);
+
+    // `include` is honoured both ways.
+    let memories_only = search(
+        &app,
+        &token,
+        "ivy",
+        json!({"query": "Lisbon", "include": ["memories"]}),
+    )
+    .await;
+    assert!(memories_only.is_empty(), "{memories_only:?}");
+    // A kind filter is a memory filter.
+    let with_kind = search(
+        &app,
+        &token,
+        "ivy",
+        json!({"query": "Lisbon", "filters": {"kinds": ["fact"]}}),
+    )
+    .await;
+    assert!(with_kind.is_empty(), "{with_kind:?}");
+    // A session filter applies to episodes (by keyed token).
+    let other_session = search(
+        &app,
+        &token,
+        "ivy",
+        json!({"query": "Lisbon", "filters": {"session": "s2"}}),
+    )
+    .await;
+    assert!(other_session.is_empty(), "{other_session:?}");
+    let same_session = search(
+        &app,
+        &token,
+        "ivy",
+        json!({"query": "Lisbon", "filters": {"session": "s1"}}),
+    )
+    .await;
+    assert!(!same_session.is_empty());
+    // Another subject sees none of them.
+    let other = search(&app, &token, "zed", json!({"query": "Lisbon"})).await;
+    assert!(other.is_empty(), "{other:?}");
+
+    for (body, code) in [
+        (json!({"query": "x", "window": 3}), "invalid_window"),
+        (json!({"query": "x", "include": []}), "invalid_include"),
+    ] {
+        let response = app
+            .call(Method::POST, "/v1/subjects/ivy/search", &token, Some(body))
+            .await;
+        assert_error(response, 422, code).await;
+    }
+    let response = app
+        .call(
+            Method::POST,
+            "/v1/subjects/ivy/search",
+            &token,
+            Some(json!({"query": "x", "include": ["dreams"]})),
+        )
+        .await;
+    assert_eq!(response.status(), 400);
+}
+
+#[tokio::test]
+async fn context_has_a_section_for_past_conversations_and_pays_once() {
+    let app = spawn_app_with_model(MANUAL).await;
+    let token = app.admin("acme");
+    let ids = post_turns(
+        &app,
+        &token,
+        "jo",
+        "s1",
+        &[
+            "I love green tea, I drink it every morning.",
+            "Noted!",
+            "Yesterday I bought a new teapot at the market in Lyon.",
+        ],
+    )
+    .await;
+    app.call(Method::POST, "/v1/subjects/jo/consolidate", &token, None)
+        .await;
+    // The rules keep the preference, with the first message as its source.
+    let memories = app.wait_for_list(&token, "jo", |m| !m.is_empty()).await;
+    let tea = memories
+        .iter()
+        .find(|m| m["content"].as_str().unwrap().contains("green tea"))
+        .unwrap_or_else(|| panic!("{memories:?}"));
+    assert_eq!(tea["provenance"]["source_event_ids"], json!([ids[0]]));
+    wait_for_episode(&app, &token, "jo", "teapot market", &ids[2]).await;
+
+    let context = app
+        .post_json(
+            "/v1/subjects/jo/context",
+            &token,
+            json!({"messages": [{"role": "user", "content": "What tea does she like, and where did she buy the teapot?"}],
+                   "token_budget": 300, "max_memories": 5}),
+        )
+        .await;
+    let block = context["block"].as_str().unwrap();
+    assert!(
+        block.contains("Relevant memories about the user"),
+        "{block}"
+    );
+    assert!(block.contains("green tea"), "{block}");
+    assert!(block.contains("From past conversations"), "{block}");
+    assert!(
+        block.contains("- [2023-05-08] user: Yesterday I bought a new teapot"),
+        "{block}"
+    );
+    // The memory and the message it came from: the budget is spent once.
+    assert_eq!(block.matches("green tea").count(), 1, "{block}");
+    let episodes = context["episodes"].as_array().unwrap();
+    assert!(episodes.iter().all(|e| e["type"] == "episode"));
+    assert!(
+        episodes.iter().all(|e| sources(e) != [ids[0].clone()]),
+        "the tea message is not an episode of the block: {episodes:?}"
+    );
+    assert!(context["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["type"] == "memory"));
+    assert!(context["tokens"].as_u64().unwrap() <= 300);
+
+    // Memories only: no section for episodes.
+    let memories_only = app
+        .post_json(
+            "/v1/subjects/jo/context",
+            &token,
+            json!({"messages": [{"role": "user", "content": "Where did she buy the teapot?"}],
+                   "include": ["memories"]}),
+        )
+        .await;
+    assert!(!memories_only["block"]
+        .as_str()
+        .unwrap()
+        .contains("From past conversations"));
+    assert!(memories_only["episodes"].as_array().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn erasure_takes_the_episodes_from_the_index() {
+    let app = spawn_app_with_model(MANUAL).await;
+    let token = app.admin("acme");
+    let ids = post_turns(&app, &token, "kim", "s1", &TRIP).await;
+    post_turns(&app, &token, "lee", "s1", &TRIP[..1]).await;
+    wait_for_episode(&app, &token, "kim", TRIP[3], &ids[3]).await;
+    let tenant = mnemo_domain::TenantId::parse("acme").unwrap();
+    let kim = mnemo_domain::SubjectId::parse("kim").unwrap();
+    assert_eq!(app.index.count(&tenant, Some(&kim)).await.unwrap(), 4);
+
+    let status = app.erase(&token, "kim").await;
+    let vectors = status["receipt"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["store"] == "vector_index")
+        .expect("vector step")
+        .clone();
+    assert_eq!(vectors["count"], 4, "{vectors}");
+    assert_eq!(app.index.count(&tenant, Some(&kim)).await.unwrap(), 0);
+    let results = search(&app, &token, "kim", json!({"query": "Lisbon"})).await;
+    assert!(results.is_empty(), "{results:?}");
+    let lee = search(&app, &token, "lee", json!({"query": "Lisbon"})).await;
+    assert_eq!(lee.len(), 1, "other subjects keep theirs");
+}
