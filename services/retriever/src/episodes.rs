@@ -247,11 +247,30 @@ pub async fn read_turns(
         .collect())
 }
 
+/// Messages a delivery indexes at most: its own and the ones after it in
+/// the conversation that are already in the log.
+pub const READ_AHEAD: u64 = 64;
+/// Conversations whose read-ahead position is remembered; past this the
+/// memory is dropped (redeliveries then cost an index write, not a wrong
+/// point).
+const REMEMBERED: usize = 100_000;
+
 /// The episode projection: message events in, episode points out.
+///
+/// Key decision: a delivery indexes its message *and* those after it in
+/// the conversation already in the log (up to [`READ_AHEAD`]), in one
+/// embedder call and one index write, and remembers how far it got, so
+/// the deliveries of those messages cost nothing. A client posts a batch
+/// at a time, so one write per batch, not per message, makes it
+/// searchable: with durable writes, each index write is a flush to disk.
+/// Redelivery after a restart (the memory is lost) writes the same points
+/// again: correct, only slower.
 pub struct EpisodeProjection {
     log: SealedLog,
     embedder: Arc<dyn Embedder>,
     index: Arc<dyn VectorIndex>,
+    /// (tenant, conversation stream) → highest stream version indexed.
+    indexed: std::sync::Mutex<std::collections::HashMap<(TenantId, String), u64>>,
 }
 
 impl EpisodeProjection {
@@ -260,7 +279,27 @@ impl EpisodeProjection {
             log,
             embedder,
             index,
+            indexed: Default::default(),
         }
+    }
+
+    fn indexed_through(&self, tenant: &TenantId, stream_id: &str) -> u64 {
+        let indexed = self.indexed.lock().unwrap_or_else(|p| p.into_inner());
+        indexed
+            .get(&(tenant.clone(), stream_id.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn remember(&self, tenant: &TenantId, stream_id: &str, version: u64) {
+        let mut indexed = self.indexed.lock().unwrap_or_else(|p| p.into_inner());
+        if indexed.len() >= REMEMBERED {
+            indexed.clear();
+        }
+        let entry = indexed
+            .entry((tenant.clone(), stream_id.to_owned()))
+            .or_insert(0);
+        *entry = (*entry).max(version);
     }
 }
 
@@ -275,31 +314,53 @@ impl EventHandler for EpisodeProjection {
             return Ok(());
         }
         let tenant = &event.tenant;
-        let decoded = self.log.decode(event.clone()).await.map_err(retryable)?;
-        let Some(episode) = Episode::of(&decoded) else {
+        let version = event.stream_version;
+        if self.indexed_through(tenant, &event.stream_id) >= version {
+            // Indexed by the read-ahead of an earlier delivery.
+            return Ok(());
+        }
+        // The turn before (context) through the read-ahead.
+        let read = self
+            .log
+            .read_stream_range(
+                tenant,
+                &event.stream_id,
+                version.saturating_sub(1),
+                version + READ_AHEAD - 1,
+            )
+            .await
+            .map_err(retryable)?;
+        let last_read = read.last().map_or(version, |d| d.recorded.stream_version);
+        let turns: Vec<Episode> = read.iter().filter_map(Episode::of).collect();
+        if !turns.iter().any(|t| t.event_id == event.event_id) {
             // Erased before it was indexed: it must not be, now or later.
             self.index
                 .delete(tenant, &[point_id(&event.event_id)])
                 .await
                 .map_err(retryable)?;
-            return Ok(());
-        };
-        let previous = match episode.stream_version {
-            0 | 1 => None,
-            v => read_turns(&self.log, tenant, &episode.stream_id, v - 1, v - 1)
-                .await
-                .map_err(retryable)?
-                .pop(),
-        };
+        }
+        let mut pairs = Vec::with_capacity(turns.len());
+        for (i, turn) in turns.iter().enumerate() {
+            if turn.stream_version < version {
+                continue;
+            }
+            let previous = i
+                .checked_sub(1)
+                .map(|p| &turns[p])
+                .filter(|p| p.stream_version + 1 == turn.stream_version)
+                .cloned();
+            pairs.push((previous, turn.clone()));
+        }
         index_episodes(
             self.log.cipher(),
             self.embedder.as_ref(),
             self.index.as_ref(),
             tenant,
-            &[(previous, episode)],
+            &pairs,
         )
         .await
         .map_err(retryable)?;
+        self.remember(tenant, &event.stream_id, last_read);
         Ok(())
     }
 }
