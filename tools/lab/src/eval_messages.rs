@@ -110,8 +110,9 @@ async fn post_conversation(
     Ok((dia_of, last))
 }
 
-/// Waits until searching the subject's episodes for the last turn's text
-/// returns that turn: messages are indexed in order, so then all are.
+/// Waits until searching the subject's episodes for the text the last turn
+/// is indexed under (the turn before it and itself) returns that turn:
+/// messages are indexed in order, so then all are.
 async fn wait_for_episodes(
     api: &Api,
     subject: &str,
@@ -119,11 +120,12 @@ async fn wait_for_episodes(
     last_event: &str,
 ) -> anyhow::Result<()> {
     let started = Instant::now();
+    let query: String = last_text.chars().take(2_000).collect();
     loop {
         let found = api
             .post(
                 &format!("/v1/subjects/{subject}/search"),
-                &json!({"query": last_text.chars().take(500).collect::<String>(), "include": ["episodes"], "k": 10, "mode": "keyword"}),
+                &json!({"query": query, "include": ["episodes"], "k": 100, "mode": "keyword"}),
                 true,
             )
             .await?;
@@ -138,7 +140,7 @@ async fn wait_for_episodes(
         if started.elapsed() > STALL {
             bail!("{subject}: the last message never became searchable; is the episode projection running?");
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
@@ -199,11 +201,16 @@ async fn ingest(
 ) -> anyhow::Result<Ingested> {
     let started = Instant::now();
     let (dia_of, last_event) = post_conversation(api, &subject, conversation).await?;
-    let last_text = &conversation
+    let last_text = conversation
         .turns
-        .last()
-        .context("a conversation without turns")?
-        .content;
+        .iter()
+        .rev()
+        .take(2)
+        .rev()
+        .map(|t| t.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let last_text = &last_text;
     let consolidation = consolidate(api, &subject, conversation.turns.len() as u64);
     let episodes = async {
         wait_for_episodes(api, &subject, last_text, &last_event).await?;
