@@ -446,6 +446,23 @@ async fn use_the_canaries(cluster: &Cluster) {
         .await;
     assert_eq!(status, StatusCode::OK, "{none}");
     assert!(none["results"].as_array().unwrap().is_empty(), "{none}");
+
+    // The search's access signal (the one search that found something) is
+    // counted by the forgetter before the erasure is asked for: the
+    // signals and the erasure travel on different topics, and a signal
+    // handled after the erasure writes the subject's usage row again (no
+    // content in it, but verify-erasure rightly finds it). That race is not
+    // what this test is about.
+    poll("the search's access signal counted", async || {
+        let rows: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM memory_usage WHERE subject_id = $1")
+                .bind(SUBJECT)
+                .fetch_one(&cluster.admin)
+                .await
+                .unwrap();
+        (rows > 0).then_some(())
+    })
+    .await;
 }
 
 /// Asked of ingest, carried out by the forgetter, the receipt read from the
