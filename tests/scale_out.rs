@@ -174,6 +174,12 @@ impl Cluster {
     /// PostgreSQL, Kafka and Qdrant, and the four services with
     /// `consolidators` consolidator processes, all ready.
     async fn start(config: &str, consolidators: usize) -> Cluster {
+        Self::start_with(config, consolidators, &[]).await
+    }
+
+    /// [`Cluster::start`] with more settings for every service (e.g. an
+    /// LLM for the consolidators).
+    async fn start_with(config: &str, consolidators: usize, more: &[(&str, &str)]) -> Cluster {
         // Built (if need be) before anything else starts.
         service_binaries();
         let dir = tempfile::tempdir().unwrap();
@@ -186,7 +192,7 @@ impl Cluster {
         let secret = uuid::Uuid::new_v4().simple().to_string() + "-scale-out-secret";
         let master_key = base64::engine::general_purpose::STANDARD.encode(rand_bytes());
         let prefix = format!("t{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let env = vec![
+        let mut env = vec![
             (
                 "MNEMO_DATABASE_URL".to_owned(),
                 db.url_as(mnemo_pg::APP_ROLE),
@@ -205,6 +211,7 @@ impl Cluster {
             ("MNEMO_LOG".into(), "info".into()),
             ("MNEMO_LOG_FORMAT".into(), "text".into()),
         ];
+        env.extend(more.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let mut cluster = Cluster {
             services: Vec::new(),
             past_logs: Vec::new(),
@@ -580,6 +587,10 @@ async fn assert_each_fact_exactly_once(cluster: &Cluster, subjects: &[String]) {
 }
 
 // ------------------------------------------------------------ tests
+
+/// The erasure canary scan: PostgreSQL's files and every bus record.
+#[path = "scale_out/canary.rs"]
+mod canary;
 
 /// A conversation posted to ingest becomes memories the retriever serves,
 /// with provenance, through Kafka, PostgreSQL and Qdrant; erasure asked of

@@ -157,3 +157,158 @@ async fn what_an_erasure_makes_gone_is_documented_as_410_subject_erased() {
     let states = &doc["components"]["schemas"]["Memory"]["properties"]["state"]["enum"];
     assert!(states.as_array().unwrap().iter().any(|s| s == "erased"));
 }
+
+/// Checks `value` against `schema` of the document, as far as the document
+/// uses JSON Schema for responses (`$ref`, `anyOf`/`oneOf`, `type`, `const`,
+/// `enum`, `required`, `properties`, `items`, `minimum`). A property the
+/// schema does not name fails, whatever `additionalProperties` says: a
+/// response field must be documented. Returns what does not match.
+fn mismatches(
+    doc: &serde_json::Value,
+    schema: &serde_json::Value,
+    value: &serde_json::Value,
+    at: &str,
+) -> Vec<String> {
+    use serde_json::Value;
+    if let Some(reference) = schema["$ref"].as_str() {
+        let mut node = doc;
+        for part in reference.trim_start_matches("#/").split('/') {
+            node = &node[part];
+        }
+        assert!(!node.is_null(), "{at}: dangling {reference}");
+        return mismatches(doc, node, value, at);
+    }
+    for any in ["anyOf", "oneOf"] {
+        if let Some(options) = schema[any].as_array() {
+            let fits = options
+                .iter()
+                .filter(|option| mismatches(doc, option, value, at).is_empty())
+                .count();
+            let ok = if any == "anyOf" { fits >= 1 } else { fits == 1 };
+            if ok {
+                return Vec::new();
+            }
+            // One option of the value's type (an object where the other is
+            // null): what is wrong is what is wrong with it.
+            let typed: Vec<Vec<String>> = options
+                .iter()
+                .map(|option| mismatches(doc, option, value, at))
+                .filter(|wrong| !wrong.iter().any(|w| w.starts_with(&format!("{at}: type "))))
+                .collect();
+            return match typed.as_slice() {
+                [only] if fits == 0 => only.clone(),
+                _ => vec![format!("{at}: {value} fits {fits} of the {any} options")],
+            };
+        }
+    }
+    let mut wrong = Vec::new();
+    if let Some(types) = match &schema["type"] {
+        Value::String(t) => Some(vec![t.as_str()]),
+        Value::Array(ts) => Some(ts.iter().filter_map(Value::as_str).collect()),
+        _ => None,
+    } {
+        let actual = match value {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Number(n) if n.is_u64() || n.is_i64() => "integer",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        let fits = types
+            .iter()
+            .any(|t| *t == actual || (*t == "number" && actual == "integer"));
+        if !fits {
+            return vec![format!(
+                "{at}: type {actual} where the schema says {types:?}"
+            )];
+        }
+    }
+    if !schema["const"].is_null() && schema["const"] != *value {
+        wrong.push(format!("{at}: {value} is not {}", schema["const"]));
+    }
+    if let Some(options) = schema["enum"].as_array() {
+        if !options.contains(value) {
+            wrong.push(format!("{at}: {value} is not one of {options:?}"));
+        }
+    }
+    if let (Some(minimum), Some(n)) = (schema["minimum"].as_f64(), value.as_f64()) {
+        if n < minimum {
+            wrong.push(format!("{at}: {n} is below {minimum}"));
+        }
+    }
+    if let Value::Object(object) = value {
+        for name in schema["required"].as_array().into_iter().flatten() {
+            if !object.contains_key(name.as_str().unwrap()) {
+                wrong.push(format!("{at}: required {name} is missing"));
+            }
+        }
+        if let Some(properties) = schema["properties"].as_object() {
+            for (name, field) in object {
+                match properties.get(name) {
+                    Some(property) => {
+                        wrong.extend(mismatches(doc, property, field, &format!("{at}.{name}")))
+                    }
+                    None => wrong.push(format!("{at}.{name} is not in the schema")),
+                }
+            }
+        }
+    }
+    if let (Value::Array(items), Some(item)) = (value, schema.get("items")) {
+        for (i, element) in items.iter().enumerate() {
+            wrong.extend(mismatches(doc, item, element, &format!("{at}[{i}]")));
+        }
+    }
+    wrong
+}
+
+/// A completed erasure's status, as served, matches `ErasureStatus` down to
+/// each receipt step (store, action, count and the note naming what
+/// remains), and the step schema names every store and action a receipt
+/// holds.
+#[tokio::test]
+async fn an_erasure_status_and_its_receipt_match_the_schema() {
+    let app = spawn_app().await;
+    let doc: serde_json::Value = app
+        .client
+        .get(format!("{}/openapi.json", app.address))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = app.admin("acme");
+    app.memory(&token, "schema-subject", "I like tea").await;
+    app.wait_for_list(&token, "schema-subject", |m| m.len() == 1)
+        .await;
+    let status = app.erase(&token, "schema-subject").await;
+    let schema = serde_json::json!({"$ref": "#/components/schemas/ErasureStatus"});
+    let wrong = mismatches(&doc, &schema, &status, "status");
+    assert!(wrong.is_empty(), "{wrong:#?}\n{status:#}");
+
+    let step = &doc["components"]["schemas"]["ErasureStep"];
+    let steps = status["receipt"]["steps"].as_array().unwrap();
+    assert!(
+        steps.iter().any(|s| s["note"].is_string()),
+        "a step with a note, else the note is not checked: {steps:?}"
+    );
+    for s in steps {
+        for field in ["store", "action"] {
+            let name = s[field].as_str().unwrap();
+            let described = step["properties"][field]["description"].as_str().unwrap();
+            assert!(
+                described.contains(&format!("`{name}`")),
+                "{field} `{name}` is not named in the ErasureStep schema"
+            );
+        }
+    }
+    // The checker catches a field the schema does not name.
+    let mut extra = status.clone();
+    extra["receipt"]["steps"][0]["undocumented"] = serde_json::json!(1);
+    assert_eq!(
+        mismatches(&doc, &schema, &extra, "status"),
+        ["status.receipt.steps[0].undocumented is not in the schema"]
+    );
+}

@@ -233,3 +233,147 @@ async fn verify_erasure_reads_kafka_and_qdrant() {
     // librdkafka's transport error, or no partition within the wait.
     assert!(bus.note.is_some(), "{}", unreachable.to_text());
 }
+
+/// The raw check of the bus: every record of every Kafka topic read from
+/// the beginning, its key, payload and headers scanned as bytes for the
+/// canaries and their token forms. The subject's own records hold them
+/// sealed only (nothing found, while the opened text does hold them);
+/// records planted with a canary in the key, the payload or a header, or
+/// with a canary's token, are each found by topic, partition and offset.
+#[tokio::test]
+async fn verify_erasure_scans_the_bytes_of_every_kafka_record() {
+    use mnemo_bus::{Bus as _, OutgoingRecord};
+
+    const TAG_CANARY: &str = "raw-canary-tag-3391";
+    const PLANTED: &str = "raw-planted-canary-7702";
+    let db = mnemo_pg::testsupport::TestDatabase::new().await;
+    let url = db.url_as(mnemo_pg::APP_ROLE);
+    let kafka = mnemo_bus::kafka::dev::DevKafka::start(0, 2).unwrap();
+    let brokers = kafka.bootstrap_servers();
+    let key = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
+    let env = [
+        ("MNEMO_DATABASE_URL", url.as_str()),
+        ("MNEMO_MASTER_KEY", key.as_str()),
+        ("MNEMO_KAFKA_BROKERS", brokers.as_str()),
+    ];
+    let app = spawn_app_with(&env).await;
+    let token = app.admin("acme");
+    let created = app
+        .create_memory(
+            &token,
+            "raw-subject",
+            json!({"content": format!("Note {MEMORY_CANARY}"), "kind": "fact",
+                   "tags": [TAG_CANARY]}),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+    app.wait_for_list(&token, "raw-subject", |m| m.len() == 1)
+        .await;
+    let dir = app.stop().await;
+
+    let settings = settings_for(dir.path(), &env);
+    let options = VerifyOptions {
+        subject: SubjectId::parse("raw-subject").unwrap(),
+        tenant: Some(mnemo_domain::TenantId::parse("acme").unwrap()),
+        canaries: vec![
+            MEMORY_CANARY.to_owned(),
+            TAG_CANARY.to_owned(),
+            PLANTED.to_owned(),
+        ],
+        pg_data_dir: None,
+    };
+    const RAW: &str = "canary bytes in every record";
+    let before = verify(&settings, &options).await.unwrap();
+    // The record holds the canaries, sealed: it opens to the content's and
+    // the tag's, and its bytes hold none (nor any token of them).
+    let opened = check(&before, "bus", "canary in opened record text");
+    assert_eq!(
+        opened.locations,
+        ["canary #1 in 1", "canary #2 in 1"],
+        "{}",
+        before.to_text()
+    );
+    let raw = check(&before, "bus", RAW);
+    assert_eq!(raw.outcome, Outcome::Clear, "{}", before.to_text());
+    assert!(raw.locations.is_empty(), "{}", before.to_text());
+    let note = raw.note.as_deref().unwrap();
+    assert!(
+        note.contains("3 canaries and 9 token form(s)")
+            && note.contains("tenant acme: 9 token form(s) under the live key"),
+        "{}",
+        before.to_text()
+    );
+    // The memory's creation: what the raw scan read.
+    let records: u64 = note.split(' ').next().unwrap().parse().unwrap();
+    assert!(records >= 1, "{}", before.to_text());
+
+    // The tag's token, as the read model stores it.
+    let (_log, stores) = mnemo_app::stores::open_log(&settings).await.unwrap();
+    let tag_token = stores
+        .cipher
+        .live_token(
+            &mnemo_domain::TenantId::parse("acme").unwrap(),
+            &SubjectId::parse("raw-subject").unwrap(),
+            mnemo_crypto::TokenPurpose::Tag,
+            TAG_CANARY,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    stores.close().await;
+    let bus = mnemo_bus::kafka::KafkaBus::new(mnemo_bus::kafka::KafkaConfig::new(brokers.clone()))
+        .unwrap();
+    let record = |key: &str, payload: &str, header: &str| OutgoingRecord {
+        key: key.to_owned(),
+        payload: payload.as_bytes().to_vec(),
+        headers: vec![("note".to_owned(), header.to_owned())],
+    };
+    let upper = PLANTED.to_uppercase();
+    bus.publish(
+        mnemo_bus::topics::DEAD_LETTERS,
+        vec![
+            record(&format!("acme/{upper}"), "{}", "-"),
+            record("acme/other", &format!("{{\"error\": \"{upper}\"}}"), "-"),
+            record("acme/other", "{}", &format!("x{PLANTED}x")),
+            record("acme/other", &format!("[\"{tag_token}\"]"), "-"),
+        ],
+    )
+    .await
+    .unwrap();
+    drop(bus);
+
+    let after = verify(&settings, &options).await.unwrap();
+    assert_eq!(after.exit_code(), 1, "{}", after.to_text());
+    let raw = check(&after, "bus", RAW);
+    assert_eq!(raw.outcome, Outcome::Found, "{}", after.to_text());
+    assert_eq!(raw.found, 4, "{}", after.to_text());
+    let mut parts: Vec<&str> = raw
+        .locations
+        .iter()
+        .map(|location| {
+            assert!(
+                location.starts_with("mnemo.dead-letters partition ")
+                    && location.contains(" offset "),
+                "{location}"
+            );
+            location.split_once(": ").unwrap().1
+        })
+        .collect();
+    parts.sort();
+    assert_eq!(
+        parts,
+        [
+            "canary #2's token as a tag (tenant acme) ×1 in the payload",
+            "canary #3 ×1 in the headers",
+            "canary #3 ×1 in the key",
+            "canary #3 ×1 in the payload",
+        ],
+        "{}",
+        after.to_text()
+    );
+    assert!(
+        !after.to_text().to_lowercase().contains(PLANTED) && !after.to_text().contains(&tag_token),
+        "canaries and tokens are named, never printed"
+    );
+    drop(dir);
+}

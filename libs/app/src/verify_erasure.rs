@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use mnemo_config::Settings;
-use mnemo_crypto::SubjectCipher;
+use mnemo_crypto::{SubjectCipher, TokenPurpose};
 use mnemo_domain::{DomainEvent, ErasureId, EventType, RecordedEvent, SubjectId, TenantId};
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_vector_index::collections::{base_of, Collections};
@@ -187,7 +187,7 @@ async fn verify_stores(
     }
     if !tenants.is_empty() {
         checks.extend(vector_checks(settings, &tenants, subject).await);
-        checks.extend(bus_checks(settings, stores, &cipher, &logs, &lowered).await);
+        checks.extend(bus_checks(settings, stores, &cipher, &logs, &options.canaries).await);
     }
     match &tables {
         Tables::Postgres {
@@ -298,7 +298,9 @@ async fn open(
     })
 }
 
-/// The strings of every `{"$text": s}` marker in the tree.
+/// The strings of every `{"$text": s}` marker in the tree, and every
+/// string inside an opened `{"$value": v}` marker (tags, session and
+/// message ids).
 fn clear_texts(payload: &Value) -> Vec<String> {
     let mut texts = Vec::new();
     let mut stack = vec![payload];
@@ -307,6 +309,17 @@ fn clear_texts(payload: &Value) -> Vec<String> {
             Value::Object(map) if map.len() == 1 && map.contains_key("$text") => {
                 if let Some(Value::String(text)) = map.get("$text") {
                     texts.push(text.clone());
+                }
+            }
+            Value::Object(map) if map.len() == 1 && map.contains_key("$value") => {
+                let mut inside = vec![&map["$value"]];
+                while let Some(value) = inside.pop() {
+                    match value {
+                        Value::String(text) => texts.push(text.clone()),
+                        Value::Object(map) => inside.extend(map.values()),
+                        Value::Array(items) => inside.extend(items.iter()),
+                        _ => {}
+                    }
                 }
             }
             Value::Object(map) => stack.extend(map.values()),
@@ -483,14 +496,118 @@ async fn log_checks(cipher: &SubjectCipher, log: &SubjectLog, lowered: &[String]
     checks
 }
 
+/// The raw scan of every bus record: store and check names.
+const RAW_STORE: &str = "bus";
+const RAW_CHECK: &str = "canary bytes in every record";
+
+/// How a canary would be stored if it was a tag, a session id or a
+/// client's message id: its keyed token (as given and lowercased) under
+/// each tenant's live key of the subject. After an erasure there is no key
+/// to make them with, and no stored token can be linked to its value.
+const TOKEN_FORMS: [(TokenPurpose, &str); 3] = [
+    (TokenPurpose::Tag, "tag"),
+    (TokenPurpose::Session, "session id"),
+    (TokenPurpose::MessageId, "message id"),
+];
+
+/// The canaries and their token forms ([`TOKEN_FORMS`]), named for the
+/// report; and what the token forms came to, for the check's note.
+async fn raw_needles(
+    cipher: &SubjectCipher,
+    logs: &[SubjectLog],
+    canaries: &[String],
+) -> (bus::RawNeedles, String) {
+    let mut texts: Vec<String> = canaries.to_vec();
+    let mut names: Vec<String> = (0..canaries.len()).map(canary).collect();
+    let mut said = Vec::new();
+    if !canaries.is_empty() {
+        for log in logs {
+            let mut forms = 0;
+            for (index, text) in canaries.iter().enumerate() {
+                let mut values = vec![text.clone()];
+                if text.to_lowercase() != *text {
+                    values.push(text.to_lowercase());
+                }
+                for value in values {
+                    for (purpose, what) in TOKEN_FORMS {
+                        match cipher
+                            .live_token(&log.tenant, &log.subject, purpose, &value)
+                            .await
+                        {
+                            Ok(Some(token)) => {
+                                forms += 1;
+                                texts.push(token);
+                                names.push(format!(
+                                    "{}'s token as a {what} (tenant {})",
+                                    canary(index),
+                                    log.tenant
+                                ));
+                            }
+                            Ok(None) => {}
+                            Err(e) => said.push(format!(
+                                "tenant {}: no token forms ({})",
+                                log.tenant,
+                                e.code()
+                            )),
+                        }
+                    }
+                }
+            }
+            said.push(match forms {
+                0 => format!(
+                    "tenant {}: no live key of the subject, no token forms to look for",
+                    log.tenant
+                ),
+                n => format!(
+                    "tenant {}: {n} token form(s) under the live key",
+                    log.tenant
+                ),
+            });
+        }
+    }
+    said.dedup();
+    (
+        bus::RawNeedles {
+            needles: Needles::new(&texts),
+            names,
+            canaries: canaries.len(),
+        },
+        said.join("; "),
+    )
+}
+
+/// The raw scan as a check: each record with a needle, by topic,
+/// partition and offset.
+fn raw_check(scan: &bus::RawScan, raw: &bus::RawNeedles, tokens: &str) -> Check {
+    let found = scan
+        .hits
+        .iter()
+        .flat_map(|h| h.found.iter().map(|(_, _, n)| n))
+        .sum();
+    let canaries = raw.canaries;
+    Check::count(RAW_STORE, RAW_CHECK, found)
+        .at_all(scan.hits.iter().map(|h| h.describe(&raw.names)))
+        .note(format!(
+            "{} record(s), {} byte(s): key, payload and headers of every record read, ASCII \
+             letters in any case, for {canaries} canar{} and {} token form(s) ({tokens})",
+            scan.records,
+            scan.bytes,
+            if canaries == 1 { "y" } else { "ies" },
+            raw.names.len() - canaries,
+        ))
+}
+
 async fn bus_checks(
     settings: &Settings,
     stores: &Stores,
     cipher: &SubjectCipher,
     logs: &[SubjectLog],
-    lowered: &[String],
+    canaries: &[String],
 ) -> Vec<Check> {
     const STORE: &str = "bus";
+    let lowered: Vec<String> = canaries.iter().map(|c| c.to_lowercase()).collect();
+    let lowered = lowered.as_slice();
+    let (raw, tokens) = raw_needles(cipher, logs, canaries).await;
     let keys: HashSet<String> = logs
         .iter()
         .map(|l| format!("{}/{}", l.tenant, l.subject))
@@ -510,20 +627,24 @@ async fn bus_checks(
         }
         (false, None) => None,
     };
-    let read = bus::records(settings, pool.as_ref(), &keys).await;
+    let read = bus::records(settings, pool.as_ref(), &keys, &raw).await;
     if stores.sqlite_pool().is_none() {
         if let Some(pool) = &pool {
             pool.close().await;
         }
     }
-    let (source, records) = match read {
+    let (source, records, scan) = match read {
         Ok(read) => read,
         Err(e) => {
-            return vec![Check::failed(
+            let mut failed = vec![Check::failed(
                 STORE,
                 "records of the subject",
                 format!("{e:#}"),
-            )]
+            )];
+            if !canaries.is_empty() && settings.kafka.is_some() {
+                failed.push(Check::failed(RAW_STORE, RAW_CHECK, format!("{e:#}")));
+            }
+            return failed;
         }
     };
     let mut checks = Vec::new();
@@ -575,6 +696,17 @@ async fn bus_checks(
                 .at_all(Tally::counts(&since.readable)),
             );
         }
+    }
+    if !canaries.is_empty() {
+        checks.push(match &scan {
+            Some(scan) => raw_check(scan, &raw, &tokens),
+            None => Check::skipped(
+                RAW_STORE,
+                RAW_CHECK,
+                "the in-process bus's records are rows of the data dir's SQLite file: \
+                 the files check scans their bytes",
+            ),
+        });
     }
     checks
 }
@@ -786,10 +918,79 @@ mod tests {
             "tags": [{"$text": "two"}, "plain"],
             "other": {"$text": "not a marker", "x": 1},
             "gone": {"$erased": true},
+            "sealed_tags": {"$value": ["three", {"deep": "four"}, 5]},
+            "session": {"$value": "five"},
+            "not_value": {"$value": "six", "x": 1},
         });
         let mut texts = clear_texts(&payload);
         texts.sort();
-        assert_eq!(texts, ["one", "two"]);
+        assert_eq!(texts, ["five", "four", "one", "three", "two"]);
+    }
+
+    fn subject_log(tenant: &str, subject: &str) -> SubjectLog {
+        SubjectLog {
+            tenant: TenantId::parse(tenant).unwrap(),
+            subject: SubjectId::parse(subject).unwrap(),
+            events: Vec::new(),
+            erased_before: None,
+            last_erasure: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn token_forms_are_the_canaries_tokens_under_the_live_key_only() {
+        let cipher = SubjectCipher::new(Arc::new(mnemo_crypto::MemorySubjectKeyStore::new()));
+        let log = subject_log("acme", "s1");
+        let canaries = vec!["Zq-Tag-Canary".to_owned(), "zq-session-canary".to_owned()];
+
+        // No key yet: the canaries alone, and making none.
+        let (raw, note) = raw_needles(&cipher, std::slice::from_ref(&log), &canaries).await;
+        assert_eq!(raw.names, ["canary #1", "canary #2"]);
+        assert!(note.contains("no live key"), "{note}");
+        assert_eq!(
+            cipher
+                .live_generation(&log.tenant, &log.subject)
+                .await
+                .unwrap(),
+            None
+        );
+
+        let tag = cipher
+            .token(
+                &log.tenant,
+                &log.subject,
+                TokenPurpose::Tag,
+                "zq-tag-canary",
+            )
+            .await
+            .unwrap();
+        let (raw, note) = raw_needles(&cipher, std::slice::from_ref(&log), &canaries).await;
+        // Three purposes for each form: the first canary as given and
+        // lowercased, the second as given.
+        assert_eq!(raw.canaries, 2);
+        assert_eq!(raw.names.len(), 2 + 3 * 3, "{:?}", raw.names);
+        assert!(note.contains("9 token form(s)"), "{note}");
+        let payload = format!("{{\"tags\": [\"{}\"]}}", tag.to_uppercase());
+        let counts = raw.needles.count(payload.as_bytes());
+        let found: Vec<&str> = counts
+            .iter()
+            .zip(&raw.names)
+            .filter(|(n, _)| **n > 0)
+            .map(|(_, name)| name.as_str())
+            .collect();
+        assert_eq!(found, ["canary #1's token as a tag (tenant acme)"]);
+
+        cipher.destroy(&log.tenant, &log.subject).await.unwrap();
+        let (raw, _) = raw_needles(&cipher, std::slice::from_ref(&log), &canaries).await;
+        assert_eq!(raw.names.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn no_canary_no_needles() {
+        let cipher = SubjectCipher::new(Arc::new(mnemo_crypto::MemorySubjectKeyStore::new()));
+        let (raw, note) = raw_needles(&cipher, &[subject_log("acme", "s1")], &[]).await;
+        assert!(raw.is_empty());
+        assert!(note.is_empty());
     }
 
     #[test]
