@@ -303,6 +303,7 @@ impl Application {
                 ConsumerOptions::new("forgetter.access", &[topics::ACCESS_SIGNALS]),
                 Arc::new(AccessSignals {
                     usage: self.stores.usage.clone(),
+                    cipher: self.log.cipher().clone(),
                 }),
             ),
         ));

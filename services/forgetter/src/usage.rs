@@ -143,8 +143,27 @@ impl UsageStore for SqliteUsageStore {
 /// Consumes access signals into the usage store. A redelivered signal counts
 /// an access twice; that is accepted (signals are a usage estimate, not a
 /// ledger), and documented.
+/// Counts access signals into the usage store.
+///
+/// Key decision: a signal about a subject with no live key is dropped.
+/// Signals travel on their own topic, so one sent by a search just before
+/// an erasure can be handled after it; its row would name the erased
+/// subject again. The key is checked before the write and after it: an
+/// erasure that destroyed the key in between may have deleted the rows
+/// before this write landed, so the subject's rows are deleted again.
 pub struct AccessSignals {
     pub usage: std::sync::Arc<dyn UsageStore>,
+    pub cipher: std::sync::Arc<mnemo_crypto::SubjectCipher>,
+}
+
+impl AccessSignals {
+    async fn is_live(&self, tenant: &TenantId, subject: &SubjectId) -> Result<bool, HandlerError> {
+        self.cipher
+            .live_generation(tenant, subject)
+            .await
+            .map(|generation| generation.is_some())
+            .map_err(|e| HandlerError::Retryable(e.to_string()))
+    }
 }
 
 #[async_trait]
@@ -152,14 +171,20 @@ impl RecordHandler for AccessSignals {
     async fn handle_record(&self, delivery: &Delivery) -> Result<(), HandlerError> {
         let signal = AccessSignal::decode(&delivery.payload)
             .map_err(|e| HandlerError::Permanent(e.to_string()))?;
+        let (tenant, subject) = (&signal.tenant, &signal.subject);
+        if !self.is_live(tenant, subject).await? {
+            return Ok(());
+        }
         self.usage
-            .record(
-                &signal.tenant,
-                &signal.subject,
-                &signal.memory_ids,
-                signal.at,
-            )
+            .record(tenant, subject, &signal.memory_ids, signal.at)
             .await
-            .map_err(|e| HandlerError::Retryable(e.to_string()))
+            .map_err(|e| HandlerError::Retryable(e.to_string()))?;
+        if !self.is_live(tenant, subject).await? {
+            self.usage
+                .delete_subject(tenant, subject)
+                .await
+                .map_err(|e| HandlerError::Retryable(e.to_string()))?;
+        }
+        Ok(())
     }
 }

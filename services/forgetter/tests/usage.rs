@@ -1,4 +1,5 @@
-//! The usage store cases, run on the SQLite and PostgreSQL stores.
+//! The usage store cases, run on the SQLite and PostgreSQL stores, and the
+//! access-signal handler in front of them.
 
 use std::sync::Arc;
 
@@ -159,4 +160,49 @@ async fn the_database_hides_usage_without_a_tenant() {
         .await
         .unwrap();
     assert_eq!(visible, 0);
+}
+
+/// An access signal about a subject with no live key (erased, or never
+/// seen) is dropped: a search's signal handled after the subject's
+/// erasure must not bring a usage row naming it back.
+#[tokio::test]
+async fn a_signal_about_an_erased_subject_is_dropped() {
+    use mnemo_bus::{Delivery, RecordHandler};
+    use mnemo_domain::signals::AccessSignal;
+    use mnemo_forgetter::usage::AccessSignals;
+
+    let (_dir, usage) = sqlite_store().await;
+    let cipher = Arc::new(mnemo_crypto::SubjectCipher::new(Arc::new(
+        mnemo_crypto::MemorySubjectKeyStore::new(),
+    )));
+    let handler = AccessSignals {
+        usage: usage.clone(),
+        cipher: cipher.clone(),
+    };
+    let t = TenantId::parse("t1").unwrap();
+    let (ann, bob) = (
+        SubjectId::parse("ann").unwrap(),
+        SubjectId::parse("bob").unwrap(),
+    );
+    // Ann has a key (something of hers was sealed); Bob never had one.
+    cipher.generation(&t, &ann).await.unwrap();
+    let memory = MemoryId::new();
+    let delivery = |subject: &SubjectId| Delivery {
+        topic: "mnemo.access-signals".into(),
+        partition: 0,
+        offset: 0,
+        key: subject.to_string(),
+        payload: AccessSignal::new(t.clone(), subject.clone(), vec![memory], Utc::now()).encode(),
+        headers: Vec::new(),
+    };
+    handler.handle_record(&delivery(&ann)).await.unwrap();
+    handler.handle_record(&delivery(&bob)).await.unwrap();
+    assert_eq!(usage.get(&t, &ann).await.unwrap().len(), 1);
+    assert!(usage.get(&t, &bob).await.unwrap().is_empty());
+
+    // Erased: the rows are deleted, and a late signal does not recreate them.
+    cipher.destroy(&t, &ann).await.unwrap();
+    usage.delete_subject(&t, &ann).await.unwrap();
+    handler.handle_record(&delivery(&ann)).await.unwrap();
+    assert!(usage.get(&t, &ann).await.unwrap().is_empty());
 }
