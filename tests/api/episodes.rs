@@ -120,8 +120,10 @@ async fn posted_messages_are_searchable_episodes_with_their_provenance() {
     assert_eq!(top["type"], "episode", "{results:?}");
     assert!(top.get("memory").is_none());
     let episode = &top["episode"];
+    // The trip, the question about getting there or its answer (each
+    // indexed with the turn before it).
     assert!(
-        [TRIP[0], TRIP[2]].contains(&episode["content"].as_str().unwrap()),
+        TRIP[..3].contains(&episode["content"].as_str().unwrap()),
         "{top}"
     );
     assert_eq!(episode["session"], "s1");
@@ -198,6 +200,22 @@ async fn posted_messages_are_searchable_episodes_with_their_provenance() {
     let other = search(&app, &token, "zed", json!({"query": "Lisbon"})).await;
     assert!(other.is_empty(), "{other:?}");
 
+    // Recursive retrieval: the second pass, fed the first pass's best
+    // texts, still finds the answer.
+    let with_feedback = search(
+        &app,
+        &token,
+        "ivy",
+        json!({"query": "how is she travelling to Lisbon?", "k": 4, "feedback": true}),
+    )
+    .await;
+    assert!(
+        with_feedback
+            .iter()
+            .any(|r| r["episode"]["content"] == TRIP[2]),
+        "{with_feedback:?}"
+    );
+
     for (body, code) in [
         (json!({"query": "x", "window": 3}), "invalid_window"),
         (json!({"query": "x", "include": []}), "invalid_include"),
@@ -250,7 +268,7 @@ async fn context_has_a_section_for_past_conversations_and_pays_once() {
             "/v1/subjects/jo/context",
             &token,
             json!({"messages": [{"role": "user", "content": "What tea does she like, and where did she buy the teapot?"}],
-                   "token_budget": 300, "max_memories": 5}),
+                   "token_budget": 300, "max_memories": 5, "window": 0}),
         )
         .await;
     let block = context["block"].as_str().unwrap();
@@ -278,6 +296,23 @@ async fn context_has_a_section_for_past_conversations_and_pays_once() {
         .iter()
         .all(|m| m["type"] == "memory"));
     assert!(context["tokens"].as_u64().unwrap() <= 300);
+
+    // By default (window 1) the block shows the turns around an episode,
+    // every one its provenance names.
+    let windowed = app
+        .post_json(
+            "/v1/subjects/jo/context",
+            &token,
+            json!({"messages": [{"role": "user", "content": "Where did she buy the teapot?"}],
+                   "include": ["episodes"], "max_memories": 1}),
+        )
+        .await;
+    let block = windowed["block"].as_str().unwrap();
+    assert!(
+        block.contains("- [2023-05-08] assistant: Noted!\n  user: Yesterday I bought a new teapot"),
+        "{block}"
+    );
+    assert_eq!(sources(&windowed["episodes"][0]), &ids[1..3]);
 
     // Memories only: no section for episodes.
     let memories_only = app

@@ -428,6 +428,7 @@ async fn eval(config: Option<PathBuf>, what: EvalCommand) -> anyhow::Result<()> 
             url,
             token,
             subject_prefix,
+            skip_ingest,
             ..
         } if via == "messages" => {
             mnemo_lab::eval_messages::via_messages(mnemo_lab::eval_messages::ViaMessagesArgs {
@@ -435,6 +436,7 @@ async fn eval(config: Option<PathBuf>, what: EvalCommand) -> anyhow::Result<()> 
                 url,
                 token,
                 subject_prefix,
+                skip_ingest,
             })
             .await
         }

@@ -63,7 +63,7 @@ pub enum LineKind {
 
 pub struct BlockLine<'a> {
     pub kind: LineKind,
-    pub content: &'a str,
+    pub content: std::borrow::Cow<'a, str>,
     /// A memory's last change; an episode's message time.
     pub updated_at: DateTime<Utc>,
     pub importance: f32,
@@ -186,19 +186,19 @@ mod tests {
         let lines = [
             BlockLine {
                 kind: LineKind::Memory(MemoryKind::Preference),
-                content: "Loves green tea",
+                content: "Loves green tea".into(),
                 updated_at: now - Duration::days(2),
                 importance: 0.85,
             },
             BlockLine {
                 kind: LineKind::Memory(MemoryKind::Fact),
-                content: &"long ".repeat(200),
+                content: "long ".repeat(200).into(),
                 updated_at: now,
                 importance: 0.7,
             },
             BlockLine {
                 kind: LineKind::Memory(MemoryKind::Rule),
-                content: "Never call before 9am",
+                content: "Never call before 9am".into(),
                 updated_at: now,
                 importance: 0.9,
             },
@@ -221,19 +221,19 @@ mod tests {
         let lines = [
             BlockLine {
                 kind: LineKind::Episode(Role::User),
-                content: "I went to the support group yesterday.",
+                content: "I went to the support group yesterday.".into(),
                 updated_at: said,
                 importance: 0.5,
             },
             BlockLine {
                 kind: LineKind::Memory(MemoryKind::Preference),
-                content: "Loves green tea",
+                content: "Loves green tea".into(),
                 updated_at: now,
                 importance: 0.85,
             },
             BlockLine {
                 kind: LineKind::Episode(Role::Assistant),
-                content: &"long ".repeat(200),
+                content: "long ".repeat(200).into(),
                 updated_at: said,
                 importance: 0.5,
             },

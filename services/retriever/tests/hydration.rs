@@ -224,6 +224,7 @@ impl Fixture {
                 filter,
                 expand_depth: 2,
                 window: 0,
+                feedback: false,
             },
         )
         .await

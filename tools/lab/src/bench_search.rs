@@ -882,6 +882,7 @@ impl<'a> Searches<'a> {
                 // Ranking alone: no graph expansion in the measurement.
                 expand_depth: 0,
                 window: 0,
+                feedback: false,
             },
         )
         .await

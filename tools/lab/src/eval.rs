@@ -838,6 +838,7 @@ impl Shared {
                 // Ranking alone: no graph expansion in the measurement.
                 expand_depth: 0,
                 window: 0,
+                feedback: false,
             },
         )
         .await

@@ -40,6 +40,28 @@ pub struct ViaMessagesArgs {
     pub url: String,
     pub token: String,
     pub subject_prefix: String,
+    /// Ask the questions of an earlier run's subjects: the messages are
+    /// posted again (all duplicates, which gives back their event ids) and
+    /// nothing is waited for.
+    pub skip_ingest: bool,
+}
+
+/// What the searches ask for besides the question, for experiments:
+/// `MNEMO_EVAL_INCLUDE` (`memories`, `episodes`, or both, comma-separated)
+/// `MNEMO_EVAL_WINDOW` (0–2) and `MNEMO_EVAL_FEEDBACK` (`1`: the second,
+/// feedback pass). Unset: the API's defaults.
+fn search_extras() -> anyhow::Result<Value> {
+    let mut extras = json!({});
+    if let Ok(include) = std::env::var("MNEMO_EVAL_INCLUDE") {
+        extras["include"] = json!(include.split(',').map(str::trim).collect::<Vec<_>>());
+    }
+    if let Ok(feedback) = std::env::var("MNEMO_EVAL_FEEDBACK") {
+        extras["feedback"] = json!(matches!(feedback.trim(), "1" | "true"));
+    }
+    if let Ok(window) = std::env::var("MNEMO_EVAL_WINDOW") {
+        extras["window"] = json!(window.trim().parse::<u8>().context("MNEMO_EVAL_WINDOW")?);
+    }
+    Ok(extras)
 }
 
 /// One conversation after ingest: its subject and event id → dia_id.
@@ -63,6 +85,7 @@ async fn post_conversation(
     api: &Api,
     subject: &str,
     conversation: &Conversation,
+    again: bool,
 ) -> anyhow::Result<(HashMap<String, String>, String)> {
     let mut dia_of = HashMap::with_capacity(conversation.turns.len());
     let mut last = String::new();
@@ -97,7 +120,7 @@ async fn post_conversation(
             let event_id = event["event_id"]
                 .as_str()
                 .context("messages response without event_id")?;
-            if event["duplicate"].as_bool() == Some(true) {
+            if !again && event["duplicate"].as_bool() == Some(true) {
                 bail!(
                     "{subject}: {} was posted before; use a fresh --subject-prefix",
                     turn.dia_id
@@ -198,9 +221,20 @@ async fn ingest(
     api: &Api,
     subject: String,
     conversation: &Conversation,
+    skip: bool,
 ) -> anyhow::Result<Ingested> {
     let started = Instant::now();
-    let (dia_of, last_event) = post_conversation(api, &subject, conversation).await?;
+    let (dia_of, last_event) = post_conversation(api, &subject, conversation, skip).await?;
+    if skip {
+        let memories = api.list_memories(&subject, false).await?.len();
+        return Ok(Ingested {
+            subject,
+            dia_of,
+            episodes_searchable: 0.0,
+            consolidated: 0.0,
+            memories,
+        });
+    }
     let last_text = conversation
         .turns
         .iter()
@@ -239,26 +273,23 @@ async fn ask(
     api: &Api,
     ingested: &Ingested,
     question: &str,
+    extras: &Value,
 ) -> anyhow::Result<(Vec<Retrieved>, Vec<Retrieved>, u64)> {
     let subject = &ingested.subject;
+    let mut body = json!({"query": question, "k": SEARCH_K});
+    merge(&mut body, extras);
     let found = api
-        .post(
-            &format!("/v1/subjects/{subject}/search"),
-            &json!({"query": question, "k": SEARCH_K}),
-            true,
-        )
+        .post(&format!("/v1/subjects/{subject}/search"), &body, true)
         .await?;
     let search = retrieved(&found, &ingested.dia_of);
+    let mut body = json!({
+        "messages": [{"role": "user", "content": question}],
+        "token_budget": CONTEXT_BUDGET,
+        "max_memories": SEARCH_K,
+    });
+    merge(&mut body, extras);
     let context = api
-        .post(
-            &format!("/v1/subjects/{subject}/context"),
-            &json!({
-                "messages": [{"role": "user", "content": question}],
-                "token_budget": CONTEXT_BUDGET,
-                "max_memories": SEARCH_K,
-            }),
-            true,
-        )
+        .post(&format!("/v1/subjects/{subject}/context"), &body, true)
         .await?;
     let mut items = retrieved(&json!({"results": context["memories"]}), &ingested.dia_of);
     items.extend(retrieved(
@@ -268,7 +299,14 @@ async fn ask(
     Ok((search, items, context["tokens"].as_u64().unwrap_or(0)))
 }
 
+fn merge(body: &mut Value, extras: &Value) {
+    if let (Some(body), Some(extras)) = (body.as_object_mut(), extras.as_object()) {
+        body.extend(extras.clone());
+    }
+}
+
 pub async fn via_messages(args: ViaMessagesArgs) -> anyhow::Result<()> {
+    let extras = Arc::new(search_extras()?);
     let raw: Value = serde_json::from_slice(
         &std::fs::read(&args.file)
             .with_context(|| format!("cannot read {}", args.file.display()))?,
@@ -285,7 +323,7 @@ pub async fn via_messages(args: ViaMessagesArgs) -> anyhow::Result<()> {
     let mut ingested = Vec::with_capacity(conversations.len());
     for conversation in &conversations {
         let subject = format!("{}-{}", args.subject_prefix, conversation.sample_id);
-        let done = ingest(&api, subject, conversation).await?;
+        let done = ingest(&api, subject, conversation, args.skip_ingest).await?;
         eprintln!(
             "  {}: {} messages; episodes searchable after {:.1} s, consolidated after {:.1} s, {} memories",
             done.subject,
@@ -304,7 +342,8 @@ pub async fn via_messages(args: ViaMessagesArgs) -> anyhow::Result<()> {
     let jobs = Arc::new(jobs);
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..SEARCH_CONCURRENCY {
-        let (shared, next, jobs) = (shared.clone(), next.clone(), jobs.clone());
+        let (shared, next, jobs, extras) =
+            (shared.clone(), next.clone(), jobs.clone(), extras.clone());
         workers.spawn(async move {
             let (api, ingested, conversations) = &*shared;
             let mut answered = Vec::new();
@@ -315,7 +354,7 @@ pub async fn via_messages(args: ViaMessagesArgs) -> anyhow::Result<()> {
                 };
                 let question = &conversations[c].questions[q];
                 let (search, context, context_tokens) =
-                    ask(api, &ingested[c], &question.text).await?;
+                    ask(api, &ingested[c], &question.text, &extras).await?;
                 answered.push(Answered {
                     category: question.category,
                     evidence: question.evidence.clone(),
@@ -382,6 +421,15 @@ fn report(
         tokens as f64 / answered.len().max(1) as f64,
         100.0 * memories as f64 / messages.max(1) as f64,
     ));
+    let waited: f64 = ingested.iter().map(|i| i.episodes_searchable).sum();
+    if waited == 0.0 {
+        // Reused subjects (`--skip-ingest`): nothing was timed.
+        out.push_str(&format!(
+            "questions answered in {:.1} s\n",
+            search_time.as_secs_f64()
+        ));
+        return out;
+    }
     out.push_str(&format!(
         "time to searchable per conversation (posted in batches of {POST_BATCH}): episodes median {:.1} s \
          (max {:.1} s), consolidated and projected median {:.1} s (max {:.1} s); \
@@ -390,7 +438,7 @@ fn report(
         searchable.iter().cloned().fold(0.0, f64::max),
         median(&mut consolidated),
         consolidated.iter().cloned().fold(0.0, f64::max),
-        messages as f64 / ingested.iter().map(|i| i.episodes_searchable).sum::<f64>().max(1e-9),
+        messages as f64 / waited,
         search_time.as_secs_f64()
     ));
     out
