@@ -193,6 +193,24 @@ async fn verify_erasure_finds_the_subject_before_and_nothing_readable_after() {
         assert!(Instant::now() < deadline, "the memory was never listed");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // And the message is searchable as an episode (a second point).
+    loop {
+        let found: Value = client
+            .post(server.url(&format!("/v1/subjects/{SUBJECT}/search")))
+            .bearer_auth(&token)
+            .json(&json!({"query": "please remember", "include": ["episodes"], "mode": "keyword"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if found["results"].as_array().is_some_and(|r| !r.is_empty()) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the episode was never indexed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     server.stop();
 
     // Before the erasure: the subject is found through its key, in the
@@ -226,7 +244,11 @@ async fn verify_erasure_finds_the_subject_before_and_nothing_readable_after() {
         found(&before, "consolidation_buffer", "rows of the subject"),
         1
     );
-    assert_eq!(found(&before, "vector_index", "points of the subject"), 1);
+    assert_eq!(
+        found(&before, "vector_index", "points of the subject"),
+        2,
+        "the memory and the message's episode"
+    );
     assert!(found(&before, "bus", "records that open to readable text") >= 2);
     assert!(found(&before, "bus", "canary in opened record text") >= 2);
     let bytes = check(&before, "files", "canary bytes in the data dir");
