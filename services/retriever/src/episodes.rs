@@ -230,6 +230,25 @@ pub async fn index_episodes(
     Ok(written)
 }
 
+/// Each turn from version `first` on, paired with the turn just before it
+/// when that one is readable (an erased turn is not context): what
+/// [`index_episodes`] takes. `turns` are in conversation order.
+pub fn with_previous(turns: &[Episode], first: u64) -> Vec<(Option<Episode>, Episode)> {
+    let mut pairs = Vec::with_capacity(turns.len());
+    for (i, turn) in turns.iter().enumerate() {
+        if turn.stream_version < first {
+            continue;
+        }
+        let previous = i
+            .checked_sub(1)
+            .map(|p| &turns[p])
+            .filter(|p| p.stream_version + 1 == turn.stream_version)
+            .cloned();
+        pairs.push((previous, turn.clone()));
+    }
+    pairs
+}
+
 /// The turns of a conversation stream from version `from` to `to`, as
 /// episodes (erased or non-message events left out).
 pub async fn read_turns(
@@ -339,18 +358,7 @@ impl EventHandler for EpisodeProjection {
                 .await
                 .map_err(retryable)?;
         }
-        let mut pairs = Vec::with_capacity(turns.len());
-        for (i, turn) in turns.iter().enumerate() {
-            if turn.stream_version < version {
-                continue;
-            }
-            let previous = i
-                .checked_sub(1)
-                .map(|p| &turns[p])
-                .filter(|p| p.stream_version + 1 == turn.stream_version)
-                .cloned();
-            pairs.push((previous, turn.clone()));
-        }
+        let pairs = with_previous(&turns, version);
         index_episodes(
             self.log.cipher(),
             self.embedder.as_ref(),

@@ -22,7 +22,7 @@ use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_vector_index::{Point, VectorIndex};
 
-use crate::episodes::{index_episodes, Episode};
+use crate::episodes::{index_episodes, with_previous, Episode};
 use crate::projection::{payload_of, PointTokens};
 
 /// How many events one `read_all` page holds.
@@ -180,17 +180,8 @@ async fn index_conversation(
         .iter()
         .filter_map(Episode::of)
         .collect();
-    let mut pairs: Vec<(Option<Episode>, Episode)> = Vec::with_capacity(turns.len());
-    let mut previous: Option<&Episode> = None;
-    for turn in &turns {
-        if turn.stream_version >= first {
-            // The live projection's rule: the turn just before, when it is
-            // readable (an erased one is not context).
-            let before = previous.filter(|p| p.stream_version + 1 == turn.stream_version);
-            pairs.push((before.cloned(), turn.clone()));
-        }
-        previous = Some(turn);
-    }
+    // The live projection's pairing, so a rebuilt point is the same point.
+    let pairs = with_previous(&turns, first);
     let mut written = 0;
     for chunk in pairs.chunks(BATCH) {
         written += index_episodes(log.cipher(), embedder, index, tenant, chunk)

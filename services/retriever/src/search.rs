@@ -327,6 +327,20 @@ pub struct FindRequest {
     pub feedback: bool,
 }
 
+/// The ids of the memory hits and of the episode hits, in hit order.
+/// Collected rather than iterated: an iterator over the hits held across
+/// the hydration's awaits would make the future's type depend on a borrow
+/// it cannot name.
+fn ids_by_type(hits: &[Hit]) -> (Vec<MemoryId>, Vec<MemoryId>) {
+    let of = |wanted: PointType| -> Vec<MemoryId> {
+        hits.iter()
+            .filter(|hit| hit.payload.point_type == wanted)
+            .map(|hit| hit.id)
+            .collect()
+    };
+    (of(PointType::Memory), of(PointType::Episode))
+}
+
 /// Results of the first pass whose text feeds the second.
 const FEEDBACK_RESULTS: usize = 3;
 
@@ -345,18 +359,12 @@ async fn second_pass(
     request: IndexRequest,
     first: Vec<Hit>,
 ) -> Result<Vec<Hit>, SearchError> {
-    let top: Vec<&Hit> = first.iter().take(FEEDBACK_RESULTS).collect();
-    let ids = |wanted: PointType| -> Vec<MemoryId> {
-        top.iter()
-            .filter(|h| h.payload.point_type == wanted)
-            .map(|h| h.id)
-            .collect()
-    };
-    let (memory_ids, episode_ids) = (ids(PointType::Memory), ids(PointType::Episode));
+    let top = &first[..first.len().min(FEEDBACK_RESULTS)];
+    let (memory_ids, episode_ids) = ids_by_type(top);
     let rows = hydrate(state, tenant, memory_ids).await?;
     let episodes = hydrate_episodes(state, tenant, subject, episode_ids, 0).await?;
     let mut expanded = query.to_owned();
-    for hit in &top {
+    for hit in top {
         let text = match hit.payload.point_type {
             PointType::Memory => rows.get(&hit.id).and_then(|m| m.content.as_text()),
             PointType::Episode => episodes.get(&hit.id).map(|e| e.episode.content.as_str()),
@@ -508,15 +516,7 @@ pub async fn find_memories(
     if feedback && !hits.is_empty() {
         hits = second_pass(state, tenant, subject, query, mode, request, hits).await?;
     }
-    // Ids collected first: an iterator over `hits` held across the awaits
-    // would make this future's type depend on a borrow it cannot name.
-    let ids_of = |wanted: PointType| -> Vec<MemoryId> {
-        hits.iter()
-            .filter(|hit| hit.payload.point_type == wanted)
-            .map(|hit| hit.id)
-            .collect()
-    };
-    let (memory_ids, episode_ids) = (ids_of(PointType::Memory), ids_of(PointType::Episode));
+    let (memory_ids, episode_ids) = ids_by_type(&hits);
     let mut rows = hydrate(state, tenant, memory_ids).await?;
     let mut episodes = hydrate_episodes(state, tenant, subject, episode_ids, window).await?;
     let mut candidates = Vec::with_capacity(hits.len());
