@@ -399,6 +399,34 @@ impl Cluster {
             .collect()
     }
 
+    /// Erases a subject: asked of ingest, carried out by the forgetter, the
+    /// completed receipt read from the retriever.
+    async fn erase(&self, subject: &str) -> Value {
+        let (status, accepted) = self
+            .call(
+                "ingest",
+                Method::DELETE,
+                &format!("/v1/subjects/{subject}"),
+                None,
+            )
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+        let id = accepted["erasure_id"].as_str().unwrap().to_owned();
+        poll("the erasure receipt", async || {
+            let (status, body) = self
+                .call(
+                    "retriever",
+                    Method::GET,
+                    &format!("/v1/erasures/{id}"),
+                    None,
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            (body["status"] == "completed").then_some(body)
+        })
+        .await
+    }
+
     /// A subject's memories in every state, through the retriever.
     async fn memories(&self, subject: &str) -> Vec<Value> {
         let (status, body) = self
@@ -691,24 +719,7 @@ async fn a_conversation_becomes_searchable_memories_across_the_services_and_eras
 
     // Erasure: asked of ingest, carried out by the forgetter, the receipt
     // read from the retriever.
-    let (status, accepted) = cluster
-        .call("ingest", Method::DELETE, "/v1/subjects/alice", None)
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
-    let id = accepted["erasure_id"].as_str().unwrap().to_owned();
-    let receipt = poll("the erasure receipt", async || {
-        let (status, body) = cluster
-            .call(
-                "retriever",
-                Method::GET,
-                &format!("/v1/erasures/{id}"),
-                None,
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        (body["status"] == "completed").then_some(body)
-    })
-    .await;
+    let receipt = cluster.erase("alice").await;
     let receipt_text = receipt.to_string();
     for store in ["vector_index", "memory_read_model", "pipeline_state"] {
         assert!(

@@ -465,37 +465,9 @@ async fn use_the_canaries(cluster: &Cluster) {
     .await;
 }
 
-/// Asked of ingest, carried out by the forgetter, the receipt read from the
-/// retriever.
-async fn erase(cluster: &Cluster) -> Value {
-    let (status, accepted) = cluster
-        .call(
-            "ingest",
-            Method::DELETE,
-            &format!("/v1/subjects/{SUBJECT}"),
-            None,
-        )
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
-    let id = accepted["erasure_id"].as_str().unwrap().to_owned();
-    poll("the erasure receipt", async || {
-        let (status, body) = cluster
-            .call(
-                "retriever",
-                Method::GET,
-                &format!("/v1/erasures/{id}"),
-                None,
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        (body["status"] == "completed").then_some(body)
-    })
-    .await
-}
-
 async fn erase_and_scan(cluster: &Cluster) {
     let started = Instant::now();
-    let receipt = erase(cluster).await;
+    let receipt = cluster.erase(SUBJECT).await;
     let stores: Vec<&str> = receipt["receipt"]["steps"]
         .as_array()
         .unwrap()

@@ -81,6 +81,19 @@ impl VectorIndex for Counting {
     }
 }
 
+/// A keyword search of episodes only.
+fn episodes_by_keyword(query: &str) -> SearchRequest {
+    SearchRequest {
+        filter: SearchFilter {
+            types: vec![PointType::Episode],
+            ..SearchFilter::default()
+        },
+        text: Some(query.to_owned()),
+        mode: SearchMode::Keyword,
+        ..SearchRequest::default()
+    }
+}
+
 struct Fixture {
     _dir: tempfile::TempDir,
     log: SealedLog,
@@ -152,18 +165,7 @@ impl Fixture {
 
     async fn episodes(&self, query: &str) -> Vec<Hit> {
         self.index
-            .search(
-                &self.tenant,
-                &SearchRequest {
-                    filter: SearchFilter {
-                        types: vec![PointType::Episode],
-                        ..SearchFilter::default()
-                    },
-                    text: Some(query.to_owned()),
-                    mode: SearchMode::Keyword,
-                    ..SearchRequest::default()
-                },
-            )
+            .search(&self.tenant, &episodes_by_keyword(query))
             .await
             .unwrap()
     }
@@ -288,17 +290,8 @@ async fn an_erased_message_is_never_indexed_and_reindex_writes_the_same_episodes
     .await
     .unwrap();
     assert_eq!(replayed.episodes, 2, "the erased message is not replayed");
-    let request = SearchRequest {
-        filter: SearchFilter {
-            types: vec![PointType::Episode],
-            ..SearchFilter::default()
-        },
-        text: Some("river Porto".into()),
-        mode: SearchMode::Keyword,
-        ..SearchRequest::default()
-    };
     let from_replay: Vec<MemoryId> = rebuilt
-        .search(&fixture.tenant, &request)
+        .search(&fixture.tenant, &episodes_by_keyword("river Porto"))
         .await
         .unwrap()
         .iter()
