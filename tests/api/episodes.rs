@@ -356,3 +356,65 @@ async fn erasure_takes_the_episodes_from_the_index() {
     let lee = search(&app, &token, "lee", json!({"query": "Lisbon"})).await;
     assert_eq!(lee.len(), 1, "other subjects keep theirs");
 }
+
+/// `/readyz` and `/metrics` say how far each consumer group is behind: a
+/// projection's lag is what is posted but not searchable yet, and it
+/// returns to zero once the episodes are indexed.
+#[tokio::test]
+async fn projection_lag_is_reported_and_drains() {
+    let app = spawn_app_with_model(MANUAL).await;
+    let token = app.admin("acme");
+    let ids = post_turns(&app, &token, "ivy", "s1", &TRIP).await;
+    wait_for_episode(&app, &token, "ivy", TRIP[3], &ids[3]).await;
+
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let ready = loop {
+        let ready: Value = client
+            .get(format!("{}/readyz", app.address))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        // The projection commits a record after indexing it: searchable
+        // comes a moment before committed.
+        if ready["consumer_lag"]["retriever.episode-projection"] == 0 {
+            break ready;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "episode lag never drained: {ready}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let lag = ready["consumer_lag"].as_object().unwrap();
+    let mut groups: Vec<&str> = lag.keys().map(String::as_str).collect();
+    groups.sort_unstable();
+    assert_eq!(
+        groups,
+        [
+            "consolidator",
+            "forgetter.access",
+            "forgetter.erasure",
+            "retriever.episode-projection",
+            "retriever.memory-projection"
+        ],
+        "every group `serve` runs: {ready}"
+    );
+    assert!(lag.values().all(Value::is_u64), "{ready}");
+
+    let metrics = client
+        .get(format!("{}/metrics", app.address))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("mnemo_consumer_lag_events{group=\"retriever.episode-projection\"} 0"),
+        "{metrics}"
+    );
+}

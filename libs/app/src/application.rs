@@ -11,7 +11,7 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 use mnemo_bus::relay::RelayStats;
-use mnemo_bus::{run_consumer, run_record_consumer, topics, Bus, ConsumerOptions, Relay};
+use mnemo_bus::{run_consumer, run_record_consumer, topics, Bus, Relay};
 use mnemo_config::Settings;
 use mnemo_consolidator::llm::LlmStrategy;
 use mnemo_consolidator::pipeline::Pipeline;
@@ -25,16 +25,17 @@ use mnemo_forgetter::retention::Retention;
 use mnemo_forgetter::targets::{PipelineStateErasure, ReadModelErasure, VectorIndexErasure};
 use mnemo_forgetter::usage::AccessSignals;
 use mnemo_forgetter::{BusCopies, ErasureExecutor};
-use mnemo_http::health::{self, Health};
+use mnemo_http::health::{self, ConsumerGroups, Health};
 use mnemo_http::{extractor_configs, json_error_bodies, limit_request_headers, observe_requests};
 use mnemo_ingest::{IngestState, Scrubbers};
 use mnemo_retriever::episodes::EpisodeProjection;
+use mnemo_retriever::ranking::RankingParams;
 use mnemo_retriever::{MemoryProjection, RetrieverState};
 use mnemo_telemetry::Metrics;
 use mnemo_vector_index::VectorIndex;
 use tokio::task::JoinSet;
 
-use crate::roles::Roles;
+use crate::roles::{Group, Roles};
 use crate::stores::{load_master_key, Stores};
 use crate::vectors::{build_embedder, open_index};
 use crate::verifier::build_verifier;
@@ -138,7 +139,21 @@ impl Application {
                 _ => None,
             },
         };
-        let (server, port) = serve_http(&settings, api, &stores, relay.stats(), metrics)?;
+        let consumers = ConsumerGroups {
+            bus: bus.clone(),
+            groups: roles
+                .groups()
+                .iter()
+                .map(|g| {
+                    (
+                        g.name.to_owned(),
+                        g.topics.iter().map(|t| (*t).to_owned()).collect(),
+                    )
+                })
+                .collect(),
+        };
+        let (server, port) =
+            serve_http(&settings, api, &stores, relay.stats(), consumers, metrics)?;
         Ok(Application {
             _serve_lock: serve_lock,
             port,
@@ -239,12 +254,10 @@ impl Application {
             "retriever projection",
             run_consumer(
                 self.bus.clone(),
-                ConsumerOptions::new("retriever.memory-projection", &[topics::MEMORY_EVENTS]),
+                Group::MEMORY_PROJECTION.options(),
                 projection,
             ),
         ));
-        // Its own group on the messages topic: the consolidator's group
-        // reads the same records, and neither waits for the other.
         let episodes = Arc::new(EpisodeProjection::new(
             self.log.clone(),
             vectors.embedder.clone(),
@@ -254,7 +267,7 @@ impl Application {
             "episode projection",
             run_consumer(
                 self.bus.clone(),
-                ConsumerOptions::new("retriever.episode-projection", &[topics::MESSAGES]),
+                Group::EPISODE_PROJECTION.options(),
                 episodes,
             ),
         ));
@@ -290,17 +303,13 @@ impl Application {
         ));
         parts.spawn(named(
             "forgetter",
-            run_consumer(
-                self.bus.clone(),
-                ConsumerOptions::new("forgetter.erasure", &[topics::SUBJECT_EVENTS]),
-                erasure,
-            ),
+            run_consumer(self.bus.clone(), Group::ERASURE.options(), erasure),
         ));
         parts.spawn(named(
             "access signal consumer",
             run_record_consumer(
                 self.bus.clone(),
-                ConsumerOptions::new("forgetter.access", &[topics::ACCESS_SIGNALS]),
+                Group::ACCESS.options(),
                 Arc::new(AccessSignals {
                     usage: self.stores.usage.clone(),
                     cipher: self.log.cipher().clone(),
@@ -318,7 +327,7 @@ impl Application {
             "consolidator",
             run_consumer(
                 self.bus.clone(),
-                ConsumerOptions::new("consolidator", &[topics::MESSAGES]),
+                Group::CONSOLIDATOR.options(),
                 consolidator.clone(),
             ),
         ));
@@ -436,8 +445,11 @@ fn retriever_state(
         embedder: vectors.embedder.clone(),
         index: vectors.index.clone(),
         bus: bus.clone(),
-        ranking: Default::default(),
-        rrf_k: mnemo_vector_index::DEFAULT_RRF_K,
+        ranking: ranking_params(&settings.retrieval),
+        rrf_k: settings
+            .retrieval
+            .rrf_k
+            .unwrap_or(mnemo_vector_index::DEFAULT_RRF_K),
         llm_pricing: settings
             .llm
             .as_ref()
@@ -447,6 +459,24 @@ fn retriever_state(
             })
             .unwrap_or_default(),
         consolidation: Arc::new(settings.consolidation.clone()),
+    }
+}
+
+/// The file's ranking constants over the retriever's defaults.
+fn ranking_params(retrieval: &mnemo_config::RetrievalSettings) -> RankingParams {
+    let default = RankingParams::default();
+    RankingParams {
+        relevance_weight: retrieval
+            .relevance_weight
+            .unwrap_or(default.relevance_weight),
+        recency_weight: retrieval.recency_weight.unwrap_or(default.recency_weight),
+        importance_weight: retrieval
+            .importance_weight
+            .unwrap_or(default.importance_weight),
+        recency_half_life_days: retrieval
+            .recency_half_life_days
+            .unwrap_or(default.recency_half_life_days),
+        mmr_lambda: retrieval.mmr_lambda.unwrap_or(default.mmr_lambda),
     }
 }
 
@@ -463,6 +493,7 @@ fn serve_http(
     api: Api,
     stores: &Arc<Stores>,
     relay: Arc<RelayStats>,
+    consumers: ConsumerGroups,
     metrics: Arc<Metrics>,
 ) -> anyhow::Result<(Server, u16)> {
     let verifier = web::Data::new(Arc::new(build_verifier(settings)?));
@@ -474,6 +505,7 @@ fn serve_http(
     let health = health::configure(Health {
         database: stores.clone(),
         relay,
+        consumers,
     });
     let server = HttpServer::new(move || {
         App::new()

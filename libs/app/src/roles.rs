@@ -1,5 +1,7 @@
 //! Which parts of mnemo a process runs.
 
+use mnemo_bus::{topics, ConsumerOptions};
+
 /// Which parts of mnemo a process runs: all of them (`mnemo serve`) or one
 /// service of the scale-out deployment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,5 +56,59 @@ impl Roles {
     /// embedder: ingest alone loads no model and opens no collection.
     pub fn needs_vectors(&self) -> bool {
         self.retriever || self.consolidator || self.forgetter
+    }
+}
+
+/// A consumer group a role runs, and the topics it reads: one list, so
+/// what is spawned and what `/readyz` reports the lag of cannot differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Group {
+    pub name: &'static str,
+    pub topics: &'static [&'static str],
+}
+
+impl Group {
+    pub const MEMORY_PROJECTION: Group = Group {
+        name: "retriever.memory-projection",
+        topics: &[topics::MEMORY_EVENTS],
+    };
+    /// Its own group on the messages topic: the consolidator's group reads
+    /// the same records, and neither waits for the other.
+    pub const EPISODE_PROJECTION: Group = Group {
+        name: "retriever.episode-projection",
+        topics: &[topics::MESSAGES],
+    };
+    pub const CONSOLIDATOR: Group = Group {
+        name: "consolidator",
+        topics: &[topics::MESSAGES],
+    };
+    pub const ERASURE: Group = Group {
+        name: "forgetter.erasure",
+        topics: &[topics::SUBJECT_EVENTS],
+    };
+    pub const ACCESS: Group = Group {
+        name: "forgetter.access",
+        topics: &[topics::ACCESS_SIGNALS],
+    };
+
+    pub fn options(&self) -> ConsumerOptions {
+        ConsumerOptions::new(self.name, self.topics)
+    }
+}
+
+impl Roles {
+    /// The consumer groups these roles run.
+    pub fn groups(&self) -> Vec<Group> {
+        let mut groups = Vec::new();
+        if self.retriever {
+            groups.extend([Group::MEMORY_PROJECTION, Group::EPISODE_PROJECTION]);
+        }
+        if self.consolidator {
+            groups.push(Group::CONSOLIDATOR);
+        }
+        if self.forgetter {
+            groups.extend([Group::ERASURE, Group::ACCESS]);
+        }
+        groups
     }
 }

@@ -55,21 +55,6 @@ impl InProcessBus {
             }),
         }
     }
-
-    /// Records published to a topic and not yet committed by a group: the
-    /// consumer lag the metrics report.
-    pub async fn lag(&self, group: &str, topic: &str) -> Result<i64, BusError> {
-        sqlx::query_scalar(
-            "SELECT COUNT(*) FROM bus_records r WHERE r.topic = ?1 AND r.\"offset\" >= \
-             COALESCE((SELECT next_offset FROM bus_offsets o WHERE o.group_id = ?2 \
-             AND o.topic = r.topic AND o.partition = r.partition), 0)",
-        )
-        .bind(topic)
-        .bind(group)
-        .fetch_one(&self.inner.pool)
-        .await
-        .map_err(backend)
-    }
 }
 
 #[async_trait]
@@ -121,6 +106,24 @@ impl Bus for InProcessBus {
         tx.commit().await.map_err(backend)?;
         self.inner.published.send_modify(|n| *n += 1);
         Ok(())
+    }
+
+    async fn lag(&self, group: &str, topics: &[&str]) -> Result<u64, BusError> {
+        let mut behind = 0;
+        for topic in topics {
+            let count: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM bus_records r WHERE r.topic = ?1 AND r.\"offset\" >= \
+                 COALESCE((SELECT next_offset FROM bus_offsets o WHERE o.group_id = ?2 \
+                 AND o.topic = r.topic AND o.partition = r.partition), 0)",
+            )
+            .bind(topic)
+            .bind(group)
+            .fetch_one(&self.inner.pool)
+            .await
+            .map_err(backend)?;
+            behind += count.max(0) as u64;
+        }
+        Ok(behind)
     }
 
     async fn subscribe(

@@ -33,7 +33,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, StreamConsumer};
 use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Header, Headers, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
@@ -294,6 +294,55 @@ impl Bus for KafkaBus {
     ) -> Result<Box<dyn Subscription>, BusError> {
         Ok(Box::new(self.join(group, topics).await?))
     }
+
+    async fn lag(&self, group: &str, topics: &[&str]) -> Result<u64, BusError> {
+        let config = self.inner.config.clone();
+        let (group, topics): (String, Vec<String>) = (
+            group.to_owned(),
+            topics.iter().map(|t| config.qualified(t)).collect(),
+        );
+        // Metadata, offset and watermark requests block on the brokers.
+        tokio::task::spawn_blocking(move || group_lag(&config, &group, &topics))
+            .await
+            .map_err(|error| BusError::Backend(format!("lag task failed: {error}")))?
+    }
+}
+
+/// How long one broker request of [`group_lag`] may take.
+const LAG_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Σ over the topics' partitions of (high watermark − committed offset), as
+/// `kafka-consumer-groups --describe` computes it. The consumer carries the
+/// group's id only to fetch its committed offsets: it never subscribes, so
+/// it never joins the group nor moves a partition.
+fn group_lag(config: &KafkaConfig, group: &str, topics: &[String]) -> Result<u64, BusError> {
+    let consumer: BaseConsumer = config.consumer_config(group).create().map_err(backend)?;
+    let mut list = TopicPartitionList::new();
+    for topic in topics {
+        let metadata = consumer
+            .fetch_metadata(Some(topic), LAG_TIMEOUT)
+            .map_err(backend)?;
+        for partition in metadata.topics().iter().flat_map(|t| t.partitions()) {
+            list.add_partition(topic, partition.id());
+        }
+    }
+    let committed = consumer
+        .committed_offsets(list, LAG_TIMEOUT)
+        .map_err(backend)?;
+    let mut behind = 0;
+    for element in committed.elements() {
+        let (low, high) = consumer
+            .fetch_watermarks(element.topic(), element.partition(), LAG_TIMEOUT)
+            .map_err(backend)?;
+        // No commit yet: the group starts at the beginning of what is kept.
+        let from = match element.offset() {
+            Offset::Offset(offset) => offset.max(low),
+            _ => low,
+        };
+        behind += (high - from).max(0) as u64;
+    }
+    drop_off_runtime(consumer);
+    Ok(behind)
 }
 
 /// One member of a consumer group.

@@ -123,6 +123,12 @@ pub trait Bus: Send + Sync + 'static {
         group: &str,
         topics: &[&str],
     ) -> Result<Box<dyn Subscription>, BusError>;
+
+    /// Records published to `topics` that `group` has not committed yet:
+    /// how far behind the group's consumers are. Read from the broker's (or
+    /// the table's) committed offsets, so any process can ask about any
+    /// group, whether or not it runs a member.
+    async fn lag(&self, group: &str, topics: &[&str]) -> Result<u64, BusError>;
 }
 
 #[async_trait]

@@ -29,7 +29,8 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// Every topic the cases use, for adapters whose topics must exist before a
 /// member subscribes (Kafka topics are created up front).
-pub const TOPICS: [&str; 7] = [
+pub const TOPICS: [&str; 8] = [
+    "t.lag",
     "t.order",
     "t.headers",
     "t.resume",
@@ -193,6 +194,49 @@ where
     publisher.await.unwrap();
 }
 
+pub async fn lag_counts_what_a_group_has_not_committed<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn Bus>>,
+{
+    let bus = open().await;
+    let records = (0..5).map(|i| record(&format!("t/s{i}"), "x")).collect();
+    bus.publish("t.lag", records).await.unwrap();
+    assert_eq!(
+        bus.lag("g-lag", &["t.lag"]).await.unwrap(),
+        5,
+        "a group that never committed is behind by every record"
+    );
+    let mut sub = bus.subscribe("g-lag", &["t.lag"]).await.unwrap();
+    let delivered = drain(&mut sub, 5).await;
+    // Committing the last of a partition covers that partition only; the
+    // lag falls by each partition's records.
+    let mut last_per_partition = std::collections::BTreeMap::new();
+    for delivery in &delivered {
+        last_per_partition.insert(delivery.partition, delivery.clone());
+    }
+    let (first, rest): (Vec<_>, Vec<_>) = last_per_partition
+        .values()
+        .enumerate()
+        .partition(|(i, _)| *i == 0);
+    let (_, committed) = first[0];
+    sub.commit(committed).await.unwrap();
+    let covered = delivered
+        .iter()
+        .filter(|d| d.partition == committed.partition)
+        .count() as u64;
+    assert_eq!(bus.lag("g-lag", &["t.lag"]).await.unwrap(), 5 - covered);
+    for (_, delivery) in rest {
+        sub.commit(delivery).await.unwrap();
+    }
+    assert_eq!(bus.lag("g-lag", &["t.lag"]).await.unwrap(), 0);
+    assert_eq!(
+        bus.lag("g-other", &["t.lag"]).await.unwrap(),
+        5,
+        "another group's commits are not this group's"
+    );
+}
+
 #[macro_export]
 macro_rules! bus_contract_tests {
     (setup: $setup:expr, open: $open:expr) => {
@@ -208,6 +252,7 @@ macro_rules! bus_contract_tests {
             groups_consume_independently,
             a_subscription_sees_only_its_topics,
             a_waiting_poll_wakes_on_publish,
+            lag_counts_what_a_group_has_not_committed,
         );
     };
     (@cases $setup:expr, $open:expr, $run_if:expr; $($case:ident),* $(,)?) => {

@@ -18,6 +18,7 @@ mod env;
 mod llm;
 mod policies;
 mod process;
+mod retrieval;
 mod stores;
 
 use std::collections::HashMap;
@@ -35,6 +36,7 @@ use crate::env::Env;
 pub use crate::llm::LlmSettings;
 pub use crate::policies::{ForgettingSettings, PiiSettings, Policies};
 pub use crate::process::{Limits, TelemetrySettings};
+pub use crate::retrieval::RetrievalSettings;
 pub use crate::stores::{DatabaseSettings, KafkaSettings};
 
 pub const DEFAULT_DATA_DIR: &str = "./mnemo-data";
@@ -97,6 +99,8 @@ struct RawSettings {
     #[serde(default)]
     forgetting: policies::RawForgetting,
     #[serde(default)]
+    retrieval: retrieval::RawRetrieval,
+    #[serde(default)]
     database: stores::RawDatabase,
     #[serde(default)]
     kafka: stores::RawKafka,
@@ -121,6 +125,8 @@ pub struct Settings {
     pub embedding: EmbedSettings,
     pub consolidation: Policies<ConsolidationPolicy>,
     pub forgetting: ForgettingSettings,
+    /// Fusion and ranking constants of search and context.
+    pub retrieval: RetrievalSettings,
     /// None: SQLite in the data dir.
     pub database: Option<DatabaseSettings>,
     /// None: the in-process bus.
@@ -205,6 +211,7 @@ pub fn load_from(
         llm: raw.llm.with_env(&env)?.resolve()?,
         consolidation: raw.consolidation.resolve()?,
         forgetting: raw.forgetting.resolve()?,
+        retrieval: raw.retrieval.resolve()?,
         pii: raw.pii.resolve(),
     })
 }
@@ -389,6 +396,59 @@ mod tests {
         )
         .unwrap();
         assert_eq!(from_flag.listen.port(), 9200);
+    }
+
+    /// Every TOML block of the operators' guide is a config file the
+    /// loader accepts: the guide cannot drift from the settings.
+    #[test]
+    fn the_operations_guide_toml_blocks_load() {
+        let guide = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/operations.md"),
+        )
+        .unwrap();
+        let blocks: Vec<&str> = guide
+            .split("```toml\n")
+            .skip(1)
+            .map(|rest| rest.split("```").next().unwrap())
+            .collect();
+        assert!(blocks.len() >= 3, "{} toml blocks", blocks.len());
+        let dir = tempfile::tempdir().unwrap();
+        for block in blocks {
+            let file = dir.path().join("guide.toml");
+            std::fs::write(&file, block).unwrap();
+            let loaded = load_from(
+                &Overrides::default(),
+                &env(&[("MNEMO_CONFIG", file.to_str().unwrap())]),
+            );
+            assert!(loaded.is_ok(), "{block}\n→ {:?}", loaded.err());
+        }
+    }
+
+    #[test]
+    fn retrieval_constants_come_from_the_file_and_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let load = |text: &str| {
+            let file = dir.path().join("r.toml");
+            std::fs::write(&file, text).unwrap();
+            load_from(
+                &Overrides::default(),
+                &env(&[("MNEMO_CONFIG", file.to_str().unwrap())]),
+            )
+        };
+        let settings = load("[retrieval]\nrrf_k = 20\nmmr_lambda = 0.9\n").unwrap();
+        assert_eq!(settings.retrieval.rrf_k, Some(20));
+        assert_eq!(settings.retrieval.mmr_lambda, Some(0.9));
+        assert_eq!(settings.retrieval.relevance_weight, None);
+        for bad in [
+            "rrf_k = 0",
+            "mmr_lambda = 1.5",
+            "recency_weight = -1.0",
+            "recency_half_life_days = 0.0",
+            "fusion = 3",
+        ] {
+            let refused = load(&format!("[retrieval]\n{bad}\n"));
+            assert!(refused.is_err(), "{bad} was accepted");
+        }
     }
 
     #[test]

@@ -22,7 +22,9 @@ use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::{
+    HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+};
 use tracing::Subscriber;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::filter::{filter_fn, EnvFilter};
@@ -342,6 +344,9 @@ pub struct Metrics {
     /// it is set from the relay's persisted position, which survives restarts, rather
     /// than incremented from zero by each process.
     pub relay_published_total: IntGauge,
+    /// `mnemo_consumer_lag_events{group}`: records on a group's topics it has
+    /// not committed yet; for a projection, what is not searchable yet.
+    pub consumer_lag_events: IntGaugeVec,
     /// `mnemo_consumer_handled_total{group, outcome}`, outcome one of `ok`, `retry`,
     /// `dead_letter`.
     pub consumer_handled_total: IntCounterVec,
@@ -404,6 +409,17 @@ impl Metrics {
                 "mnemo_relay_published_total",
                 "Events published by the relay (its persisted position).",
             )?,
+            consumer_lag_events: {
+                let vec = IntGaugeVec::new(
+                    Opts::new(
+                        "mnemo_consumer_lag_events",
+                        "Records on a consumer group's topics it has not committed yet, by group.",
+                    ),
+                    &["group"],
+                )?;
+                registry.register(Box::new(vec.clone()))?;
+                vec
+            },
             consumer_handled_total: counter_vec(
                 &registry,
                 "mnemo_consumer_handled_total",

@@ -31,8 +31,16 @@ pub const POST_BATCH: usize = 50;
 /// The context budget the measure names.
 pub const CONTEXT_BUDGET: usize = 1_000;
 const SEARCH_CONCURRENCY: usize = 4;
-/// How long the run waits for indexing or consolidation to move.
+/// How long the run waits for indexing or consolidation to move: the
+/// episode projection's lag (`/readyz`) falling counts as moving, so a
+/// slow machine is waited for and a stuck projection is not.
 const STALL: Duration = Duration::from_secs(180);
+
+/// The episode projection's lag from `/readyz`, when the server reports it.
+async fn episode_lag(api: &Api) -> Option<u64> {
+    let ready = api.get("/readyz").await.ok()?;
+    ready["consumer_lag"]["retriever.episode-projection"].as_u64()
+}
 
 #[derive(Debug, Clone)]
 pub struct ViaMessagesArgs {
@@ -142,7 +150,8 @@ async fn wait_for_episodes(
     last_text: &str,
     last_event: &str,
 ) -> anyhow::Result<()> {
-    let started = Instant::now();
+    let mut moved = Instant::now();
+    let mut lag = episode_lag(api).await;
     let query: String = last_text.chars().take(2_000).collect();
     loop {
         let found = api
@@ -160,8 +169,13 @@ async fn wait_for_episodes(
         if hit {
             return Ok(());
         }
-        if started.elapsed() > STALL {
-            bail!("{subject}: the last message never became searchable; is the episode projection running?");
+        let now = episode_lag(api).await;
+        if matches!((now, lag), (Some(now), Some(before)) if now < before) {
+            moved = Instant::now();
+        }
+        lag = now;
+        if moved.elapsed() > STALL {
+            bail!("{subject}: the last message never became searchable and the episode projection stopped moving (lag {lag:?})");
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

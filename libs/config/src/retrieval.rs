@@ -1,0 +1,76 @@
+//! `[retrieval]`: the constants that fuse and rank search candidates.
+//!
+//! The defaults were chosen on the LoCoMo dev split through the
+//! conversation path (docs/operations.md has the table); an operator tunes
+//! them for a corpus of another shape, e.g. long documents instead of chat
+//! turns, without a rebuild.
+
+use serde::Deserialize;
+
+use crate::{invalid, ConfigError};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRetrieval {
+    rrf_k: Option<u32>,
+    relevance_weight: Option<f64>,
+    recency_weight: Option<f64>,
+    importance_weight: Option<f64>,
+    recency_half_life_days: Option<f64>,
+    mmr_lambda: Option<f64>,
+}
+
+/// The fusion and ranking constants; `None` keeps the retriever's default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RetrievalSettings {
+    /// RRF k of the hybrid fusion: a candidate at rank r of a leg adds
+    /// 1 / (k + r + 1).
+    pub rrf_k: Option<u32>,
+    pub relevance_weight: Option<f64>,
+    pub recency_weight: Option<f64>,
+    pub importance_weight: Option<f64>,
+    pub recency_half_life_days: Option<f64>,
+    /// MMR trade-off: 1.0 is relevance only.
+    pub mmr_lambda: Option<f64>,
+}
+
+impl RawRetrieval {
+    pub(crate) fn resolve(self) -> Result<RetrievalSettings, ConfigError> {
+        if self.rrf_k == Some(0) {
+            return Err(invalid("retrieval.rrf_k", "must be at least 1"));
+        }
+        let weights = [
+            ("retrieval.relevance_weight", self.relevance_weight),
+            ("retrieval.recency_weight", self.recency_weight),
+            ("retrieval.importance_weight", self.importance_weight),
+        ];
+        for (key, weight) in weights {
+            if weight.is_some_and(|w| !w.is_finite() || w < 0.0) {
+                return Err(invalid(key, "a weight is a finite number ≥ 0"));
+            }
+        }
+        if self
+            .recency_half_life_days
+            .is_some_and(|d| !d.is_finite() || d <= 0.0)
+        {
+            return Err(invalid(
+                "retrieval.recency_half_life_days",
+                "a number of days > 0",
+            ));
+        }
+        if self
+            .mmr_lambda
+            .is_some_and(|l| !l.is_finite() || !(0.0..=1.0).contains(&l))
+        {
+            return Err(invalid("retrieval.mmr_lambda", "between 0 and 1"));
+        }
+        Ok(RetrievalSettings {
+            rrf_k: self.rrf_k,
+            relevance_weight: self.relevance_weight,
+            recency_weight: self.recency_weight,
+            importance_weight: self.importance_weight,
+            recency_half_life_days: self.recency_half_life_days,
+            mmr_lambda: self.mmr_lambda,
+        })
+    }
+}
