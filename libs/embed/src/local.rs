@@ -13,7 +13,10 @@
 //!
 //! Nothing is specific to one vocabulary: multilingual BERT-architecture
 //! models with an XLM-R tokenizer (e.g. intfloat/multilingual-e5-small) load
-//! the same way, with their own pad id and special tokens.
+//! the same way, with their own pad id and special tokens. Models trained
+//! with an instruction prefix (E5's `query: `) name it in
+//! `config_sentence_transformers.json` (`prompts`, `default_prompt_name`);
+//! as in sentence-transformers, the default prompt goes before every text.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -54,6 +57,8 @@ struct Inner {
     tokenizer: Tokenizer,
     pooling: Pooling,
     lowercase: bool,
+    /// Put before every text (the model's default prompt), if any.
+    prompt: Option<String>,
     pad_id: u32,
     max_seq_length: usize,
     device: Device,
@@ -74,6 +79,15 @@ struct SentenceBertConfig {
     max_seq_length: Option<usize>,
     #[serde(default)]
     do_lower_case: bool,
+}
+
+/// `config_sentence_transformers.json`: the prompts a model was trained
+/// with, and which one `encode` uses when none is named.
+#[derive(Deserialize)]
+struct SentenceTransformersConfig {
+    #[serde(default)]
+    prompts: std::collections::HashMap<String, String>,
+    default_prompt_name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -146,6 +160,7 @@ impl LocalEmbedder {
             .unwrap_or(DEFAULT_MAX_SEQ_LENGTH)
             .min(config.max_position_embeddings);
         let lowercase = sbert.as_ref().is_some_and(|c| c.do_lower_case);
+        let prompt = read_default_prompt(dir)?;
 
         let (pooling, model_normalizes) = read_pipeline(dir, config.hidden_size)?;
 
@@ -186,6 +201,7 @@ impl LocalEmbedder {
             max_seq_length,
             pooling = ?pooling,
             model_normalizes,
+            prompt = prompt.as_deref().unwrap_or(""),
             "local embedding model loaded"
         );
         Ok(Self {
@@ -195,6 +211,7 @@ impl LocalEmbedder {
                 tokenizer,
                 pooling,
                 lowercase,
+                prompt,
                 pad_id,
                 max_seq_length,
                 device,
@@ -291,6 +308,29 @@ fn read_pipeline(dir: &Path, hidden_size: usize) -> Result<(Pooling, bool), Embe
     Ok((pooling, normalize))
 }
 
+/// The default prompt of `config_sentence_transformers.json`, when it names
+/// one: sentence-transformers puts it before every text it encodes without
+/// an explicit prompt, as mnemo always does (memories and queries alike).
+fn read_default_prompt(dir: &Path) -> Result<Option<String>, EmbedError> {
+    let Some(config) =
+        read_json::<SentenceTransformersConfig>(dir, "config_sentence_transformers.json")?
+    else {
+        return Ok(None);
+    };
+    let Some(name) = config.default_prompt_name else {
+        return Ok(None);
+    };
+    match config.prompts.get(&name) {
+        Some(prompt) => Ok(Some(prompt.clone()).filter(|p| !p.is_empty())),
+        None => Err(EmbedError::ModelLoad {
+            dir: dir.to_path_buf(),
+            reason: format!(
+                "config_sentence_transformers.json: default_prompt_name {name:?} is not among its prompts"
+            ),
+        }),
+    }
+}
+
 /// Parses `dir/name` as JSON; `Ok(None)` when the file does not exist.
 fn read_json<T: serde::de::DeserializeOwned>(
     dir: &Path,
@@ -317,9 +357,17 @@ fn inference(error: impl std::fmt::Display) -> EmbedError {
 impl Inner {
     /// The model's input for one text, truncated to `max_seq_length`.
     fn encode(&self, text: &str) -> Result<tokenizers::Encoding, EmbedError> {
-        // sentence-transformers strips before tokenizing; for sentencepiece
-        // tokenizers a leading space changes the tokens.
-        let text = text.trim();
+        // sentence-transformers prepends the prompt, then strips before
+        // tokenizing; for sentencepiece tokenizers a leading space changes
+        // the tokens.
+        let prompted;
+        let text = match &self.prompt {
+            Some(prompt) => {
+                prompted = format!("{prompt}{text}");
+                prompted.trim()
+            }
+            None => text.trim(),
+        };
         let text = if self.lowercase {
             std::borrow::Cow::Owned(text.to_lowercase())
         } else {
@@ -420,5 +468,45 @@ impl Embedder for LocalEmbedder {
         tokio::task::spawn_blocking(move || inner.embed(&texts, batch_size))
             .await
             .map_err(|e| EmbedError::Task(e.to_string()))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir_with(config: Option<&str>) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        if let Some(config) = config {
+            std::fs::write(dir.path().join("config_sentence_transformers.json"), config).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn the_default_prompt_is_read_when_one_is_named() {
+        let e5 = dir_with(Some(
+            r#"{"prompts": {"query": "query: ", "passage": "passage: "}, "default_prompt_name": "query"}"#,
+        ));
+        assert_eq!(
+            read_default_prompt(e5.path()).unwrap().as_deref(),
+            Some("query: ")
+        );
+        // all-MiniLM-L6-v2's file names no prompt; older models have none.
+        let minilm = dir_with(Some(
+            r#"{"__version__": {"sentence_transformers": "2.0.0"}}"#,
+        ));
+        assert_eq!(read_default_prompt(minilm.path()).unwrap(), None);
+        let unnamed = dir_with(Some(
+            r#"{"prompts": {"query": "query: "}, "default_prompt_name": null}"#,
+        ));
+        assert_eq!(read_default_prompt(unnamed.path()).unwrap(), None);
+        assert_eq!(read_default_prompt(dir_with(None).path()).unwrap(), None);
+    }
+
+    #[test]
+    fn a_default_prompt_that_is_not_defined_is_refused() {
+        let broken = dir_with(Some(r#"{"prompts": {}, "default_prompt_name": "query"}"#));
+        assert!(read_default_prompt(broken.path()).is_err());
     }
 }

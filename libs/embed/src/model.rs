@@ -24,6 +24,7 @@ pub(crate) const REQUIRED_FILES: &[&str] = &["config.json", "tokenizer.json", "m
 /// defaults.
 const OPTIONAL_FILES: &[&str] = &[
     "sentence_bert_config.json",
+    "config_sentence_transformers.json",
     "modules.json",
     "1_Pooling/config.json",
 ];

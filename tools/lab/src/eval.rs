@@ -281,6 +281,43 @@ pub(crate) fn parse_conversations(raw: &Value) -> anyhow::Result<Vec<Conversatio
     Ok(conversations)
 }
 
+/// What a run would ask of a LoCoMo-format file, counted by the eval's own
+/// loader: for checking a data set without a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatasetSummary {
+    pub conversations: usize,
+    pub turns: usize,
+    /// Turns whose session has no parsable `session_N_date_time` (a run
+    /// posts them with the server's time, so relative dates go wrong).
+    pub undated_turns: usize,
+    /// Questions of categories 1–4 with evidence left after cleaning, per
+    /// category: the questions a run asks.
+    pub asked_by_category: [usize; 4],
+    /// Questions of categories 1–4 left without evidence (skipped).
+    pub skipped_no_evidence: usize,
+    /// Category 5 questions (skipped).
+    pub adversarial: usize,
+}
+
+/// Loads `raw` as `mnemo eval locomo` does and counts what it would ask.
+pub fn summarize_dataset(raw: &Value) -> anyhow::Result<DatasetSummary> {
+    let conversations = parse_conversations(raw)?;
+    let jobs = QuestionJobs::of(&conversations);
+    let mut asked_by_category = [0; 4];
+    for &(c, q) in &jobs.jobs {
+        asked_by_category[usize::from(conversations[c].questions[q].category - 1)] += 1;
+    }
+    let turns = || conversations.iter().flat_map(|c| &c.turns);
+    Ok(DatasetSummary {
+        conversations: conversations.len(),
+        turns: turns().count(),
+        undated_turns: turns().filter(|t| t.timestamp.is_none()).count(),
+        asked_by_category,
+        skipped_no_evidence: jobs.skipped_no_evidence,
+        adversarial: jobs.adversarial,
+    })
+}
+
 // ------------------------------------------------------------------- api
 
 #[derive(Clone)]
