@@ -1,5 +1,6 @@
 //! The operational endpoints every process serves, whatever its roles:
-//! liveness (`/healthz`), readiness (`/readyz`: the database answers) and
+//! liveness (`/healthz`), readiness (`/readyz`: the database answers, and
+//! which embedder serves) and
 //! the Prometheus metrics (`/metrics`), plus the JSON 404/405 for paths no
 //! role serves.
 
@@ -10,6 +11,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use async_trait::async_trait;
 use mnemo_bus::relay::RelayStats;
+use mnemo_embed::EmbedderStatus;
 use mnemo_telemetry::Metrics;
 
 use crate::ApiError;
@@ -24,6 +26,10 @@ pub trait Readiness: Send + Sync + 'static {
 pub struct Health {
     pub database: Arc<dyn Readiness>,
     pub relay: Arc<RelayStats>,
+    /// The embedder of a process that embeds (None: ingest only). Reported
+    /// because `auto` may have fallen back to lexical search, which an
+    /// operator should not have to find in the start-up log.
+    pub embedder: Option<EmbedderStatus>,
 }
 
 /// Routes `/healthz`, `/readyz` and `/metrics` (the app registers
@@ -47,10 +53,16 @@ async fn healthz() -> HttpResponse {
 
 async fn readyz(health: web::Data<Health>) -> HttpResponse {
     match health.database.check().await {
-        Ok(()) => HttpResponse::Ok().json(serde_json::json!({
-            "status": "ready",
-            "relay_lag": health.relay.lag(),
-        })),
+        Ok(()) => {
+            let mut body = serde_json::json!({
+                "status": "ready",
+                "relay_lag": health.relay.lag(),
+            });
+            if let Some(embedder) = &health.embedder {
+                body["embedder"] = serde_json::json!(embedder);
+            }
+            HttpResponse::Ok().json(body)
+        }
         Err(error) => {
             tracing::warn!(error = %error, "readiness check failed");
             HttpResponse::ServiceUnavailable()
