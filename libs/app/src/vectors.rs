@@ -4,18 +4,25 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use mnemo_config::Settings;
-use mnemo_embed::Embedder;
+use mnemo_embed::{Embedder, EmbedderStatus};
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_vector_index::collections::{Collections, ReplayMarker};
 use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
 
 /// The embedder the settings ask for (see `mnemo-embed`'s `build`).
 pub async fn build_embedder(settings: &Settings) -> anyhow::Result<Arc<dyn Embedder>> {
-    let embedder = mnemo_embed::build(&settings.embedding)
+    Ok(build_embedder_with_status(settings).await?.0)
+}
+
+/// [`build_embedder`], and what it built for `/readyz` to report.
+pub async fn build_embedder_with_status(
+    settings: &Settings,
+) -> anyhow::Result<(Arc<dyn Embedder>, EmbedderStatus)> {
+    let (embedder, status) = mnemo_embed::build_with_status(&settings.embedding)
         .await
         .context("cannot set up the embedder")?;
-    tracing::info!(model = %embedder.space().model, dimension = embedder.space().dimension, "embedder ready");
-    Ok(embedder)
+    tracing::info!(kind = ?status.kind, model = %status.model, dimension = status.dimension, fallback = status.fallback, "embedder ready");
+    Ok((embedder, status))
 }
 
 /// Opens the collection the server serves for the embedder's space (one

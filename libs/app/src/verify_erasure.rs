@@ -84,7 +84,7 @@ pub async fn verify(settings: &Settings, options: &VerifyOptions) -> anyhow::Res
     let needles = Needles::new(&options.canaries);
     let mut checks = Vec::new();
     if !needles.is_empty() {
-        checks.push(scan_data_dir(&settings.data_dir, &needles).await);
+        checks.push(scan_data_dir(settings, &needles).await);
     }
     let master = Arc::new(load_master_key(settings)?);
     let stores = Stores::open(settings, master).await?;
@@ -828,8 +828,21 @@ async fn qdrant_points(
     Ok(counted)
 }
 
-async fn scan_data_dir(dir: &Path, needles: &Needles) -> Check {
-    let scan = scan_blocking(dir, needles).await;
+async fn scan_data_dir(settings: &Settings, needles: &Needles) -> Check {
+    let dir = &settings.data_dir;
+    // The server's model cache, when it is in the data dir, holds public
+    // files only, and a tokenizer's vocabulary holds most words a canary
+    // could be: scanning it would only find false positives.
+    let models = settings
+        .clone()
+        .keep_models_in_data_dir()
+        .embedding
+        .cache_dir;
+    let skip: Vec<PathBuf> = Some(models)
+        .filter(|models| models.starts_with(dir) && models != dir)
+        .into_iter()
+        .collect();
+    let scan = scan_blocking(dir, needles, skip).await;
     tree_check("files", "canary bytes in the data dir", dir, scan)
 }
 
@@ -845,7 +858,7 @@ async fn postgres_files(
         return Check::skipped(STORE, CHECK, "no --canary given");
     }
     let checkpoint = tables::checkpoint(settings, system).await;
-    let scan = scan_blocking(dir, needles).await;
+    let scan = scan_blocking(dir, needles, Vec::new()).await;
     let check = tree_check(STORE, CHECK, dir, scan);
     let done = match checkpoint {
         Ok(by) => format!("CHECKPOINT run as {by} first"),
@@ -861,10 +874,14 @@ async fn postgres_files(
     check.note(note)
 }
 
-async fn scan_blocking(dir: &Path, needles: &Needles) -> Result<TreeScan, String> {
+async fn scan_blocking(
+    dir: &Path,
+    needles: &Needles,
+    skip: Vec<PathBuf>,
+) -> Result<TreeScan, String> {
     let dir = dir.to_path_buf();
     let needles = needles.clone();
-    tokio::task::spawn_blocking(move || scan_tree(&dir, &needles))
+    tokio::task::spawn_blocking(move || scan_tree(&dir, &needles, &skip))
         .await
         .map_err(|e| e.to_string())
 }
@@ -893,6 +910,12 @@ fn tree_check(
         scan.bytes,
         root.display()
     );
+    for skipped in &scan.skipped {
+        note.push_str(&format!(
+            "; {} not scanned (the embedding model's public files)",
+            skipped.display()
+        ));
+    }
     if let Some((path, why)) = scan.unreadable.first() {
         note.push_str(&format!(
             "; {} could not be read (first: {}: {why})",

@@ -135,6 +135,9 @@ pub struct Settings {
     pub qdrant: Option<QdrantSettings>,
     /// None: rule-based consolidation only.
     pub llm: Option<LlmSettings>,
+    /// Whether `embedding.cache_dir` (`MNEMO_MODEL_CACHE`) was set rather
+    /// than defaulted: see [`Settings::keep_models_in_data_dir`].
+    model_cache_configured: bool,
 }
 
 impl Settings {
@@ -148,6 +151,18 @@ impl Settings {
 
     pub fn database_file(&self) -> PathBuf {
         self.data_dir.join("mnemo.db")
+    }
+
+    /// For a server and its tools (`serve`, `reindex`, `model fetch`): the
+    /// model cache defaults to `<data dir>/models` instead of the user's
+    /// cache, so a data dir holds what its server needs to start offline.
+    /// Tools on throwaway data dirs (eval, bench) keep the shared cache,
+    /// and a configured cache wins either way.
+    pub fn keep_models_in_data_dir(mut self) -> Self {
+        if !self.model_cache_configured {
+            self.embedding.cache_dir = self.data_dir.join("models");
+        }
+        self
     }
 
     /// Every store is shared (PostgreSQL, Kafka, Qdrant): nothing of the
@@ -195,6 +210,7 @@ pub fn load_from(
         .get("MNEMO_MASTER_KEY")
         .or(raw.master_key)
         .map(SecretString::from);
+    let model_cache_configured = raw.embedding.names_a_cache(&env);
     // Sections resolve in this order, so the first invalid one is reported.
     Ok(Settings {
         data_dir,
@@ -213,6 +229,7 @@ pub fn load_from(
         forgetting: raw.forgetting.resolve()?,
         retrieval: raw.retrieval.resolve()?,
         pii: raw.pii.resolve(),
+        model_cache_configured,
     })
 }
 

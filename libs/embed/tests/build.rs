@@ -31,6 +31,7 @@ fn settings(kind: EmbedderKind, cache_dir: &Path) -> EmbedSettings {
         cache_dir: cache_dir.to_path_buf(),
         dimension: None,
         hub_endpoint: unreachable_hub(),
+        pypi_endpoint: unreachable_hub(),
     }
 }
 

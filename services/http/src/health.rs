@@ -1,5 +1,6 @@
 //! The operational endpoints every process serves, whatever its roles:
-//! liveness (`/healthz`), readiness (`/readyz`: the database answers) and
+//! liveness (`/healthz`), readiness (`/readyz`: the database answers, and
+//! which embedder serves) and
 //! the Prometheus metrics (`/metrics`), plus the JSON 404/405 for paths no
 //! role serves.
 //!
@@ -16,6 +17,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use async_trait::async_trait;
 use mnemo_bus::relay::RelayStats;
 use mnemo_bus::Bus;
+use mnemo_embed::EmbedderStatus;
 use mnemo_telemetry::Metrics;
 
 use crate::ApiError;
@@ -59,6 +61,10 @@ pub struct Health {
     pub database: Arc<dyn Readiness>,
     pub relay: Arc<RelayStats>,
     pub consumers: ConsumerGroups,
+    /// The embedder of a process that embeds (None: ingest only). Reported
+    /// because `auto` may have fallen back to lexical search, which an
+    /// operator should not have to find in the start-up log.
+    pub embedder: Option<EmbedderStatus>,
 }
 
 /// Routes `/healthz`, `/readyz` and `/metrics` (the app registers
@@ -90,11 +96,15 @@ async fn readyz(health: web::Data<Health>) -> HttpResponse {
                 .into_iter()
                 .map(|(group, lag)| (group.to_owned(), serde_json::json!(lag)))
                 .collect();
-            HttpResponse::Ok().json(serde_json::json!({
+            let mut body = serde_json::json!({
                 "status": "ready",
                 "relay_lag": health.relay.lag(),
                 "consumer_lag": consumer_lag,
-            }))
+            });
+            if let Some(embedder) = &health.embedder {
+                body["embedder"] = serde_json::json!(embedder);
+            }
+            HttpResponse::Ok().json(body)
         }
         Err(error) => {
             tracing::warn!(error = %error, "readiness check failed");

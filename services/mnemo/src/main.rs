@@ -2,6 +2,8 @@
 //! command line, set up telemetry, load settings, run. Errors exit 1,
 //! except for `verify-erasure`, whose 1 means "found": its errors exit 2.
 
+mod model;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -104,6 +106,11 @@ enum Command {
         /// The report as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// The local embedding model.
+    Model {
+        #[command(subcommand)]
+        what: model::ModelCommand,
     },
     /// Development helpers.
     Dev {
@@ -305,7 +312,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let config = cli.config;
     match cli.command {
         Command::Serve { data_dir, listen } => {
-            let settings = settings(&config, data_dir, listen)?;
+            let settings = settings(&config, data_dir, listen)?.keep_models_in_data_dir();
             let _telemetry = init_telemetry(&settings)?;
             runtime.block_on(serve(settings))
         }
@@ -330,10 +337,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             runtime.block_on(mnemo_app::forget::run(&settings, dry_run))
         }
         Command::Reindex { data_dir } => {
-            let settings = settings(&config, data_dir, None)?;
+            let settings = settings(&config, data_dir, None)?.keep_models_in_data_dir();
             let _telemetry = init_telemetry(&settings)?;
             runtime.block_on(mnemo_app::reindex::run(&settings))
         }
+        Command::Model { what } => runtime.block_on(model::run(&config, what)),
         Command::Dev {
             what: DevCommand::Kafka { port, partitions },
         } => runtime.block_on(mnemo_lab::dev_kafka::run(port, partitions)),

@@ -112,11 +112,14 @@ pub struct TreeScan {
     pub hits: Vec<FileHits>,
     /// Files or directories that could not be read, with why.
     pub unreadable: Vec<(PathBuf, String)>,
+    /// Directories left out on purpose.
+    pub skipped: Vec<PathBuf>,
 }
 
-/// Every regular file under `root` (symbolic links are not followed),
-/// sorted by path. Blocking: run it off the async runtime.
-pub fn scan_tree(root: &Path, needles: &Needles) -> TreeScan {
+/// Every regular file under `root` (symbolic links are not followed) but
+/// those under the directories in `skip`, sorted by path. Blocking: run it
+/// off the async runtime.
+pub fn scan_tree(root: &Path, needles: &Needles, skip: &[PathBuf]) -> TreeScan {
     let mut scan = TreeScan::default();
     let mut pending = vec![root.to_path_buf()];
     while let Some(dir) = pending.pop() {
@@ -137,7 +140,9 @@ pub fn scan_tree(root: &Path, needles: &Needles) -> TreeScan {
                     continue;
                 }
             };
-            if kind.is_dir() {
+            if kind.is_dir() && skip.contains(&path) {
+                scan.skipped.push(relative(root, &path));
+            } else if kind.is_dir() {
                 pending.push(path);
             } else if kind.is_file() {
                 match scan_file(&path, needles) {
@@ -239,7 +244,7 @@ mod tests {
         std::fs::write(dir.path().join("a/clean.txt"), b"nothing here").unwrap();
         #[cfg(unix)]
         std::os::unix::fs::symlink(dir.path().join("top.bin"), dir.path().join("link")).unwrap();
-        let scan = scan_tree(dir.path(), &needles(&["secret-one", "secret-two"]));
+        let scan = scan_tree(dir.path(), &needles(&["secret-one", "secret-two"]), &[]);
         assert_eq!(scan.files, 3, "the symbolic link is not followed");
         assert_eq!(
             scan.hits,
@@ -255,5 +260,22 @@ mod tests {
             ]
         );
         assert!(scan.unreadable.is_empty());
+    }
+
+    #[test]
+    fn skips_the_directories_it_is_told_to() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("models/m")).unwrap();
+        std::fs::write(dir.path().join("models/m/vocab.txt"), b"secret-one").unwrap();
+        std::fs::write(dir.path().join("log.db"), b"secret-one").unwrap();
+        let scan = scan_tree(
+            dir.path(),
+            &needles(&["secret-one"]),
+            &[dir.path().join("models")],
+        );
+        assert_eq!(scan.files, 1);
+        assert_eq!(scan.hits.len(), 1);
+        assert_eq!(scan.hits[0].path, PathBuf::from("log.db"));
+        assert_eq!(scan.skipped, vec![PathBuf::from("models")]);
     }
 }
