@@ -247,9 +247,7 @@ pub(super) async fn append(
     let stream_id = streams::conversation(subject);
     let metadata = EventMetadata {
         actor: "bench".into(),
-        correlation_id: None,
-        causation_id: None,
-        traceparent: None,
+        ..Default::default()
     };
     let pairs: Vec<(&Turn, &EventId)> = conversation
         .turns
