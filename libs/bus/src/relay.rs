@@ -115,6 +115,10 @@ impl RelayError {
     }
 }
 
+/// The relay's name in the checkpoint store: the position up to which the
+/// log has been published.
+pub const CHECKPOINT: &str = "relay";
+
 pub struct Relay {
     store: Arc<dyn EventStore>,
     bus: Arc<dyn Bus>,
@@ -134,7 +138,7 @@ impl Relay {
             store,
             bus,
             checkpoints,
-            name: "relay".to_owned(),
+            name: CHECKPOINT.to_owned(),
             batch_size: 500,
             stats: Arc::new(RelayStats::default()),
         }

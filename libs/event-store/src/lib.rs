@@ -145,6 +145,16 @@ pub trait EventStore: Send + Sync + 'static {
         event_id: &EventId,
     ) -> Result<Option<RecordedEvent>, EventStoreError>;
 
+    /// Events by id, within the tenant, in the order of `event_ids`; an id
+    /// the tenant has no event for is left out, and one asked for twice
+    /// comes once. A search reads every episode it found with one call,
+    /// not one round trip per hit.
+    async fn get_events(
+        &self,
+        tenant: &TenantId,
+        event_ids: &[EventId],
+    ) -> Result<Vec<RecordedEvent>, EventStoreError>;
+
     /// The tenant's events matching the query, in log order.
     async fn query(
         &self,
@@ -178,6 +188,20 @@ pub trait EventStore: Send + Sync + 'static {
     /// Returns once the head is past `after_position` or the timeout passed,
     /// so the relay can sleep without polling hard.
     async fn wait_for_append(&self, after_position: i64, timeout: Duration);
+}
+
+/// `ids` without repeats, in their first order: what
+/// [`EventStore::get_events`] asks the database for.
+pub(crate) fn unique_in_order(ids: &[EventId]) -> Vec<EventId> {
+    let mut seen = std::collections::HashSet::with_capacity(ids.len());
+    ids.iter().copied().filter(|id| seen.insert(*id)).collect()
+}
+
+/// `events` (found by id, in any order) in the order of `wanted`.
+pub(crate) fn in_order_of(wanted: &[EventId], events: Vec<RecordedEvent>) -> Vec<RecordedEvent> {
+    let mut by_id: std::collections::HashMap<EventId, RecordedEvent> =
+        events.into_iter().map(|e| (e.event_id, e)).collect();
+    wanted.iter().filter_map(|id| by_id.remove(id)).collect()
 }
 
 /// A stream version as SQL binds it: versions are counted from 1 and never

@@ -520,6 +520,26 @@ impl EventStore for PostgresEventStore {
         rows.first().map(Self::decode_row).transpose()
     }
 
+    async fn get_events(
+        &self,
+        tenant: &TenantId,
+        event_ids: &[EventId],
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        let wanted = crate::unique_in_order(event_ids);
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One array parameter, whatever the count: one statement, one
+        // transaction (the tenant's), one plan for every batch size.
+        let keys: Vec<String> = wanted.iter().map(ToString::to_string).collect();
+        let sql =
+            format!("SELECT {COLUMNS} FROM events WHERE tenant_id = $1 AND event_id = ANY($2)");
+        let rows = self
+            .tenant_rows(tenant, sqlx::query(&sql).bind(tenant.as_str()).bind(&keys))
+            .await?;
+        Ok(crate::in_order_of(&wanted, Self::decode_rows(rows)?))
+    }
+
     async fn query(
         &self,
         tenant: &TenantId,

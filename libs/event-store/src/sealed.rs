@@ -191,6 +191,17 @@ impl SealedLog {
         }
     }
 
+    /// Events by id, decoded, in the order asked; ids the tenant has no
+    /// event for are left out (see [`EventStore::get_events`]).
+    pub async fn get_events(
+        &self,
+        tenant: &TenantId,
+        event_ids: &[EventId],
+    ) -> Result<Vec<Decoded>, LogError> {
+        let events = self.store.get_events(tenant, event_ids).await?;
+        self.decode_all(events).await
+    }
+
     pub async fn read_subject(
         &self,
         tenant: &TenantId,

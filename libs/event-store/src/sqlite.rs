@@ -75,6 +75,10 @@ fn micros(at: DateTime<Utc>) -> i64 {
     at.timestamp_micros()
 }
 
+/// Ids per `get_events` statement: far below SQLite's bound-parameter
+/// limit, and more than a search reads.
+const GET_EVENTS_CHUNK: usize = 500;
+
 const COLUMNS: &str = "global_position, event_id, tenant_id, stream_id, stream_version, \
      subject_id, event_type, schema_version, payload, metadata, recorded_at";
 
@@ -391,6 +395,33 @@ impl EventStore for SqliteEventStore {
         .await
         .map_err(backend)?;
         row.as_ref().map(Self::decode_row).transpose()
+    }
+
+    async fn get_events(
+        &self,
+        tenant: &TenantId,
+        event_ids: &[EventId],
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        let wanted = crate::unique_in_order(event_ids);
+        let mut events = Vec::with_capacity(wanted.len());
+        for part in wanted.chunks(GET_EVENTS_CHUNK) {
+            let mut builder =
+                sqlx::QueryBuilder::new(format!("SELECT {COLUMNS} FROM events WHERE tenant_id = "));
+            builder.push_bind(tenant.as_str());
+            builder.push(" AND event_id IN (");
+            let mut list = builder.separated(", ");
+            for id in part {
+                list.push_bind(id.to_string());
+            }
+            builder.push(")");
+            let rows = builder
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(backend)?;
+            events.extend(Self::decode_rows(rows)?);
+        }
+        Ok(crate::in_order_of(&wanted, events))
     }
 
     async fn query(

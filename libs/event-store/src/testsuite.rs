@@ -693,6 +693,75 @@ where
     );
 }
 
+pub async fn gets_events_by_id_in_the_order_asked<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    // What a search does with the episodes it found: one call for all of
+    // them, each as `get_event` would return it, in rank order.
+    let store = open().await;
+    let (a, b) = (tenant("t-many-a"), tenant("t-many-b"));
+    let s = subject("s-many");
+    let first = event("MessageReceived", Some(&s), "a");
+    let second = event("MessageReceived", Some(&s), "a");
+    let elsewhere = event("MemoryCreated", Some(&s), "a");
+    let (id1, id2, id3) = (first.event_id, second.event_id, elsewhere.event_id);
+    store
+        .append(
+            &a,
+            "conversation-s-many",
+            ExpectedVersion::Any,
+            vec![first, second],
+        )
+        .await
+        .unwrap();
+    store
+        .append(&a, "memory-many", ExpectedVersion::Any, vec![elsewhere])
+        .await
+        .unwrap();
+    let foreign = event("MessageReceived", Some(&s), "b");
+    let foreign_id = foreign.event_id;
+    store
+        .append(
+            &b,
+            "conversation-s-many",
+            ExpectedVersion::Any,
+            vec![foreign],
+        )
+        .await
+        .unwrap();
+
+    // Absent, foreign and repeated ids are left out; the rest keep the
+    // order asked and are exactly what `get_event` returns.
+    let asked = [id3, EventId::new(), id1, foreign_id, id3, id2];
+    let got = store.get_events(&a, &asked).await.unwrap();
+    assert_eq!(
+        got.iter().map(|e| e.event_id).collect::<Vec<_>>(),
+        [id3, id1, id2]
+    );
+    for event in &got {
+        let one = store.get_event(&a, &event.event_id).await.unwrap();
+        assert_eq!(one.as_ref(), Some(event));
+    }
+    assert!(store.get_events(&a, &[]).await.unwrap().is_empty());
+    assert!(store.get_events(&b, &[id1, id2]).await.unwrap().is_empty());
+
+    // More ids than one statement of a chunking adapter holds.
+    let batch: Vec<NewEvent> = (0..1_200)
+        .map(|_| event("MessageReceived", Some(&s), "a"))
+        .collect();
+    let mut ids: Vec<EventId> = batch.iter().map(|e| e.event_id).collect();
+    store
+        .append(&a, "conversation-s-long", ExpectedVersion::Any, batch)
+        .await
+        .unwrap();
+    ids.reverse();
+    let got = store.get_events(&a, &ids).await.unwrap();
+    assert_eq!(got.iter().map(|e| e.event_id).collect::<Vec<_>>(), ids);
+    assert_eq!(got[0].stream_version, 1_200);
+}
+
 /// Expands to one `#[tokio::test]` per contract case. `$open` is an async
 /// closure-like expression `|| async { ... }` returning `Arc<dyn EventStore>`
 /// over storage that is fresh per test but the same across calls in a test;
@@ -713,6 +782,7 @@ macro_rules! event_store_contract_tests {
             concurrent_appends_to_one_stream_without_expectation_all_land,
             read_all_skips_nothing_while_writers_race,
             concurrent_retries_of_one_append_write_it_once,
+            gets_events_by_id_in_the_order_asked,
         );
     };
     (@cases $setup:expr, $open:expr; $($case:ident),* $(,)?) => {

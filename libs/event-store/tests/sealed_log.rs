@@ -1,10 +1,11 @@
-//! SealedLog over the SQLite store: the single-event append.
+//! SealedLog over the SQLite store: the single-event append, the batch
+//! read.
 
 use std::sync::Arc;
 
 use mnemo_crypto::{MemorySubjectKeyStore, SubjectCipher};
-use mnemo_domain::events::{streams, ConsolidationRequested};
-use mnemo_domain::{DomainEvent, EventId, EventMetadata, SubjectId, TenantId};
+use mnemo_domain::events::{streams, ConsolidationRequested, MessageReceived, Role};
+use mnemo_domain::{DomainEvent, EventId, EventMetadata, SubjectId, SubjectText, TenantId};
 use mnemo_event_store::sealed::{Pending, SealedLog};
 use mnemo_event_store::{sqlite, ExpectedVersion};
 
@@ -61,6 +62,59 @@ async fn append_one_reports_the_event_and_its_retry_as_a_duplicate() {
     assert!(events[0]
         .recorded
         .is(mnemo_domain::EventType::ConsolidationRequested));
+}
+
+fn message(subject: &SubjectId, content: &str) -> Pending {
+    Pending {
+        event_id: EventId::new(),
+        subject: Some(subject.clone()),
+        event: DomainEvent::MessageReceived(MessageReceived {
+            message_id: content.to_owned(),
+            role: Role::User,
+            content: SubjectText::new(content.to_owned()),
+            timestamp: chrono::Utc::now(),
+            session: None,
+            agent: None,
+            pii: Default::default(),
+        }),
+        metadata: EventMetadata {
+            actor: "test".into(),
+            ..Default::default()
+        },
+    }
+}
+
+#[tokio::test]
+async fn get_events_opens_each_event_in_the_order_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(sqlite::open(&dir.path().join("mnemo.db")).await.unwrap());
+    let cipher = Arc::new(SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new())));
+    let log = SealedLog::new(store, cipher);
+    let tenant = TenantId::parse("acme").unwrap();
+    let subject = SubjectId::parse("u").unwrap();
+    let (first, second) = (message(&subject, "first"), message(&subject, "second"));
+    let (id1, id2) = (first.event_id, second.event_id);
+    log.append(
+        &tenant,
+        &streams::conversation(&subject),
+        ExpectedVersion::Any,
+        vec![first, second],
+    )
+    .await
+    .unwrap();
+
+    let got = log
+        .get_events(&tenant, &[id2, EventId::new(), id1])
+        .await
+        .unwrap();
+    let said: Vec<_> = got
+        .iter()
+        .map(|d| match &d.event {
+            DomainEvent::MessageReceived(m) => (d.recorded.event_id, m.content.as_text()),
+            other => panic!("not a message: {other:?}"),
+        })
+        .collect();
+    assert_eq!(said, [(id2, Some("second")), (id1, Some("first"))]);
 }
 
 #[test]

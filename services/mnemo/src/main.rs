@@ -208,11 +208,25 @@ enum BenchCommand {
     },
     /// Search latency p50/p99 at several memory counts, with and without the
     /// embedder, against the raw qdrant-edge query time on the same data.
+    ///
+    /// With --episodes N: also one subject with a conversation of N
+    /// messages (episodes, sealed in the log and in the index) beside
+    /// --memories memories, and the ratio of its p50s over those of the
+    /// memory-only subject with N memories, in the same run, e.g.
+    /// `mnemo bench search --episodes 10000 --memories 1000`.
     Search {
-        #[arg(long = "size", num_args = 1.., default_values_t = [10_000usize, 100_000])]
+        /// Memory counts to measure, memories only [default: 10000 100000;
+        /// with --episodes N: N]
+        #[arg(long = "size", num_args = 1..)]
         sizes: Vec<usize>,
         #[arg(long, default_value_t = 200)]
         queries: usize,
+        /// Messages of one subject's conversation, each an episode.
+        #[arg(long)]
+        episodes: Option<usize>,
+        /// Memories of that subject beside its episodes [default: 1000].
+        #[arg(long, requires = "episodes")]
+        memories: Option<usize>,
     },
 }
 
@@ -418,10 +432,26 @@ async fn bench(what: BenchCommand) -> anyhow::Result<()> {
             )
             .await
         }
-        BenchCommand::Search { sizes, queries } => {
+        BenchCommand::Search {
+            sizes,
+            queries,
+            episodes,
+            memories,
+        } => {
+            let mix = episodes.map(|episodes| mnemo_lab::bench_search::Mix {
+                episodes,
+                memories: memories.unwrap_or(1_000),
+            });
+            let sizes = match (sizes.is_empty(), episodes) {
+                (false, _) => sizes,
+                // The memory-only subject the episodes are compared with.
+                (true, Some(episodes)) => vec![episodes],
+                (true, None) => vec![10_000, 100_000],
+            };
             mnemo_lab::bench_search::search(mnemo_lab::bench_search::SearchBenchArgs {
                 sizes,
                 queries,
+                mix,
             })
             .await
         }

@@ -362,7 +362,7 @@ async fn second_pass(
     let top = &first[..first.len().min(FEEDBACK_RESULTS)];
     let (memory_ids, episode_ids) = ids_by_type(top);
     let rows = hydrate(state, tenant, memory_ids).await?;
-    let episodes = hydrate_episodes(state, tenant, subject, episode_ids, 0).await?;
+    let episodes = hydrate_episodes(state, tenant, subject, episode_ids).await?;
     let mut expanded = query.to_owned();
     for hit in top {
         let text = match hit.payload.point_type {
@@ -518,7 +518,9 @@ pub async fn find_memories(
     }
     let (memory_ids, episode_ids) = ids_by_type(&hits);
     let mut rows = hydrate(state, tenant, memory_ids).await?;
-    let mut episodes = hydrate_episodes(state, tenant, subject, episode_ids, window).await?;
+    // Windows only for the episodes ranked in, below: the hits number four
+    // times k or more, and each window is a read of the log.
+    let mut episodes = hydrate_episodes(state, tenant, subject, episode_ids).await?;
     let mut candidates = Vec::with_capacity(hits.len());
     for hit in hits {
         // A point whose row or message is gone (erased, or not projected
@@ -565,6 +567,9 @@ pub async fn find_memories(
         })
         .collect();
     let mut found = found;
+    if window > 0 {
+        add_windows(state, tenant, &mut found, window).await?;
+    }
     let extras = expand(state, tenant, subject, &found, k, expand_depth).await?;
     found.extend(extras);
     signal_access(state, tenant, subject, &found).await;
@@ -588,51 +593,69 @@ async fn hydrate(
     Ok(rows.into_iter().map(|memory| (memory.id, memory)).collect())
 }
 
-/// The episodes of these points (message event ids), with `window` turns
-/// on each side from the same session, by point id. A point whose message
-/// is no longer readable (erased) or belongs to another subject is absent.
+/// The episodes of these points (message event ids), by point id, each
+/// alone in its turns. A point whose message is no longer readable
+/// (erased) or belongs to another subject is absent.
 async fn hydrate_episodes(
     state: &RetrieverState,
     tenant: &TenantId,
     subject: &SubjectId,
     ids: Vec<MemoryId>,
-    window: u8,
 ) -> Result<HashMap<MemoryId, EpisodeHit>, SearchError> {
-    let log_error = |e: mnemo_event_store::sealed::LogError| SearchError::Read(ReadError::Log(e));
-    let mut found = HashMap::new();
-    for id in ids {
-        let event_id = EventId::from_uuid(id.as_uuid());
-        let Some(decoded) = state
-            .log
-            .get_event(tenant, &event_id)
-            .await
-            .map_err(log_error)?
-        else {
+    // Every hit's message in one store call: most of a search's hits can be
+    // episodes, and a read per hit was a round trip (a transaction, on
+    // PostgreSQL) per episode found.
+    let event_ids: Vec<EventId> = ids
+        .iter()
+        .map(|id| EventId::from_uuid(id.as_uuid()))
+        .collect();
+    let messages = state
+        .log
+        .get_events(tenant, &event_ids)
+        .await
+        .map_err(log_error)?;
+    Ok(messages
+        .iter()
+        .filter_map(Episode::of)
+        .filter(|episode| &episode.subject == subject)
+        .map(|episode| {
+            let turns = vec![episode.clone()];
+            (episode.point_id(), EpisodeHit { episode, turns })
+        })
+        .collect())
+}
+
+fn log_error(error: mnemo_event_store::sealed::LogError) -> SearchError {
+    SearchError::Read(ReadError::Log(error))
+}
+
+/// Gives each episode result the turns `window` on each side of it from
+/// the same session, in conversation order.
+async fn add_windows(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    found: &mut [Found],
+    window: u8,
+) -> Result<(), SearchError> {
+    for result in found.iter_mut() {
+        let Item::Episode(hit) = &mut result.item else {
             continue;
         };
-        let Some(episode) = Episode::of(&decoded).filter(|e| &e.subject == subject) else {
-            continue;
-        };
-        let turns = if window == 0 {
-            vec![episode.clone()]
-        } else {
-            let version = episode.stream_version;
-            read_turns(
-                &state.log,
-                tenant,
-                &episode.stream_id,
-                version.saturating_sub(u64::from(window)),
-                version + u64::from(window),
-            )
-            .await
-            .map_err(log_error)?
-            .into_iter()
-            .filter(|turn| turn.session == episode.session)
-            .collect()
-        };
-        found.insert(id, EpisodeHit { episode, turns });
+        let version = hit.episode.stream_version;
+        hit.turns = read_turns(
+            &state.log,
+            tenant,
+            &hit.episode.stream_id,
+            version.saturating_sub(u64::from(window)),
+            version + u64::from(window),
+        )
+        .await
+        .map_err(log_error)?
+        .into_iter()
+        .filter(|turn| turn.session == hit.episode.session)
+        .collect();
     }
-    Ok(found)
+    Ok(())
 }
 
 /// The memories that explain the hits: for each hit, the `from` end of its

@@ -1,8 +1,10 @@
-//! How many read-model calls a search costs: hits are hydrated with one
-//! `get_many`, and graph expansion with one per hop, never a `get` per id.
-//! A real SQLite read model (behind a counting wrapper), embedded vector
-//! index and lexical embedder; `find` is the code path the search and
-//! context endpoints run.
+//! How many read-model and log calls a search costs: hits are hydrated
+//! with one `get_many`, episode hits with one `get_events`, and graph
+//! expansion with one `get_many` per hop, never a `get` per id; an
+//! episode's window is read only for the episodes returned. A real SQLite
+//! read model and log (behind counting wrappers), embedded vector index and
+//! lexical embedder; `find` is the code path the search and context
+//! endpoints run.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,16 +14,21 @@ use async_trait::async_trait;
 use chrono::Utc;
 use mnemo_auth::{Principal, Scope};
 use mnemo_domain::events::RelationKind;
+use mnemo_domain::events::{streams, MessageReceived, Role};
+use mnemo_domain::{DomainEvent, EventId, EventMetadata, NewEvent, RecordedEvent};
 use mnemo_domain::{
     Memory, MemoryId, MemoryKind, MemoryRelation, MemoryState, Producer, Provenance, SubjectId,
     SubjectText, TenantId,
 };
 use mnemo_embed::LexicalEmbedder;
+use mnemo_event_store::sealed::Pending;
+use mnemo_event_store::{AppendResult, EventQuery, EventStore, EventStoreError, ExpectedVersion};
 use mnemo_read_model::sqlite::SqliteMemoryReadModel;
 use mnemo_read_model::{MemoryFilter, MemoryReadModel, ReadModelError};
+use mnemo_retriever::episodes;
 use mnemo_retriever::search::{find_memories, FindRequest, Found, Mode};
 use mnemo_retriever::RetrieverState;
-use mnemo_vector_index::{EdgeVectorIndex, Point, SearchFilter};
+use mnemo_vector_index::{EdgeVectorIndex, Point, PointType, SearchFilter};
 
 const DIMENSION: usize = 64;
 
@@ -86,6 +93,108 @@ impl MemoryReadModel for Counting {
     }
 }
 
+/// The SQLite log, counting the reads search may make.
+struct CountingLog {
+    inner: mnemo_event_store::sqlite::SqliteEventStore,
+    get_event: AtomicUsize,
+    get_events: AtomicUsize,
+    ranges: AtomicUsize,
+}
+
+#[async_trait]
+impl EventStore for CountingLog {
+    async fn append(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<AppendResult, EventStoreError> {
+        self.inner.append(tenant, stream_id, expected, events).await
+    }
+    async fn read_stream(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        self.inner.read_stream(tenant, stream_id).await
+    }
+    async fn read_stream_range(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        self.ranges.fetch_add(1, Ordering::SeqCst);
+        self.inner
+            .read_stream_range(tenant, stream_id, from, to)
+            .await
+    }
+    async fn read_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        self.inner.read_subject(tenant, subject).await
+    }
+    async fn get_event(
+        &self,
+        tenant: &TenantId,
+        event_id: &EventId,
+    ) -> Result<Option<RecordedEvent>, EventStoreError> {
+        self.get_event.fetch_add(1, Ordering::SeqCst);
+        self.inner.get_event(tenant, event_id).await
+    }
+    async fn get_events(
+        &self,
+        tenant: &TenantId,
+        event_ids: &[EventId],
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        self.get_events.fetch_add(1, Ordering::SeqCst);
+        self.inner.get_events(tenant, event_ids).await
+    }
+    async fn query(
+        &self,
+        tenant: &TenantId,
+        query: &EventQuery,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        self.inner.query(tenant, query).await
+    }
+    async fn read_all(
+        &self,
+        after_position: i64,
+        limit: u32,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        self.inner.read_all(after_position, limit).await
+    }
+    async fn redact_legacy(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, EventStoreError> {
+        self.inner.redact_legacy(tenant, subject).await
+    }
+    async fn head_position(&self) -> Result<i64, EventStoreError> {
+        self.inner.head_position().await
+    }
+    async fn wait_for_append(&self, after_position: i64, timeout: std::time::Duration) {
+        self.inner.wait_for_append(after_position, timeout).await
+    }
+}
+
+impl CountingLog {
+    /// (`get_event`, `get_events`, `read_stream_range` calls) since the
+    /// last reset.
+    fn take(&self) -> (usize, usize, usize) {
+        (
+            self.get_event.swap(0, Ordering::SeqCst),
+            self.get_events.swap(0, Ordering::SeqCst),
+            self.ranges.swap(0, Ordering::SeqCst),
+        )
+    }
+}
+
 impl Counting {
     /// (`get` calls, `get_many` calls) since the last reset.
     fn take(&self) -> (usize, usize) {
@@ -100,6 +209,7 @@ struct Fixture {
     _dir: tempfile::TempDir,
     state: RetrieverState,
     read_model: Arc<Counting>,
+    log: Arc<CountingLog>,
     embedder: LexicalEmbedder,
     tenant: TenantId,
     subject: SubjectId,
@@ -111,9 +221,14 @@ impl Fixture {
         let pool = mnemo_event_store::sqlite::connect(&dir.path().join("m.db"))
             .await
             .unwrap();
-        let store = mnemo_event_store::sqlite::SqliteEventStore::new(pool.clone())
-            .await
-            .unwrap();
+        let log = Arc::new(CountingLog {
+            inner: mnemo_event_store::sqlite::SqliteEventStore::new(pool.clone())
+                .await
+                .unwrap(),
+            get_event: AtomicUsize::new(0),
+            get_events: AtomicUsize::new(0),
+            ranges: AtomicUsize::new(0),
+        });
         let cipher = Arc::new(mnemo_crypto::SubjectCipher::new(Arc::new(
             mnemo_crypto::MemorySubjectKeyStore::new(),
         )));
@@ -125,7 +240,7 @@ impl Fixture {
         let index = EdgeVectorIndex::open(&dir.path().join("vectors"), DIMENSION).unwrap();
         let embedder = LexicalEmbedder::new(DIMENSION);
         let state = RetrieverState {
-            log: mnemo_event_store::sealed::SealedLog::new(Arc::new(store), cipher),
+            log: mnemo_event_store::sealed::SealedLog::new(log.clone(), cipher),
             read_model: read_model.clone(),
             metrics: Arc::new(mnemo_telemetry::Metrics::new().unwrap()),
             embedder: Arc::new(embedder.clone()),
@@ -140,6 +255,7 @@ impl Fixture {
             _dir: dir,
             state,
             read_model,
+            log,
             embedder,
             tenant: TenantId::parse("t1").unwrap(),
             subject: SubjectId::parse("s1").unwrap(),
@@ -198,9 +314,65 @@ impl Fixture {
         }
     }
 
+    /// Posts the lines as one conversation (one append, as ingest does)
+    /// and indexes them as the episode projection does.
+    async fn post(&self, lines: &[&str]) {
+        let pending = lines
+            .iter()
+            .map(|line| Pending {
+                event_id: EventId::new(),
+                subject: Some(self.subject.clone()),
+                event: DomainEvent::MessageReceived(MessageReceived {
+                    message_id: EventId::new().to_string(),
+                    role: Role::User,
+                    content: SubjectText::new(*line),
+                    timestamp: Utc::now(),
+                    session: None,
+                    agent: None,
+                    pii: Default::default(),
+                }),
+                metadata: EventMetadata {
+                    actor: "test".into(),
+                    ..Default::default()
+                },
+            })
+            .collect();
+        let stream = streams::conversation(&self.subject);
+        self.state
+            .log
+            .append(&self.tenant, &stream, ExpectedVersion::Any, pending)
+            .await
+            .unwrap();
+        let turns = episodes::read_turns(&self.state.log, &self.tenant, &stream, 1, u64::MAX)
+            .await
+            .unwrap();
+        episodes::index_episodes(
+            self.state.log.cipher(),
+            self.state.embedder.as_ref(),
+            self.state.index.as_ref(),
+            &self.tenant,
+            &episodes::with_previous(&turns, 1),
+        )
+        .await
+        .unwrap();
+    }
+
     /// A search as the endpoint runs it (live memories of the subject,
     /// expansion two hops deep), without HTTP.
     async fn search(&self, query: &str, k: usize, mode: Mode) -> Vec<Found> {
+        self.search_types(query, k, mode, Vec::new(), 0).await
+    }
+
+    /// [`Fixture::search`] of these point types (memories when empty), with
+    /// `window` turns on each side of an episode.
+    async fn search_types(
+        &self,
+        query: &str,
+        k: usize,
+        mode: Mode,
+        types: Vec<PointType>,
+        window: u8,
+    ) -> Vec<Found> {
         let principal = Principal {
             tenant: self.tenant.clone(),
             actor: "test".into(),
@@ -210,6 +382,7 @@ impl Fixture {
         };
         let filter = SearchFilter {
             subject: Some(self.subject.clone()),
+            types,
             states: vec![MemoryState::Active],
             ..Default::default()
         };
@@ -223,7 +396,7 @@ impl Fixture {
                 mode,
                 filter,
                 expand_depth: 2,
-                window: 0,
+                window,
                 feedback: false,
             },
         )
@@ -303,4 +476,45 @@ async fn expansion_reads_each_hop_with_one_read_model_call() {
         [(a.id, None), (b.id, Some(a.id)), (c.id, Some(b.id))]
     );
     assert_eq!(fx.read_model.take(), (0, 3), "(gets, get_manys)");
+}
+
+/// Twelve turns, each naming tea: every hit an episode. One log call for
+/// all the hits; then, with a window, one range read per episode returned
+/// (three), not per hit.
+#[tokio::test]
+async fn episode_hits_are_read_with_one_log_call_and_windows_only_for_results() {
+    let fx = Fixture::new().await;
+    let lines: Vec<String> = (0..12)
+        .map(|i| format!("I drink green tea, cup {i}"))
+        .collect();
+    fx.post(&lines.iter().map(String::as_str).collect::<Vec<_>>())
+        .await;
+    let both = vec![PointType::Memory, PointType::Episode];
+    fx.log.take();
+
+    let found = fx
+        .search_types("green tea", 3, Mode::Hybrid, both.clone(), 0)
+        .await;
+    assert_eq!(found.len(), 3);
+    assert!(found.iter().all(|f| f.episode().is_some()));
+    assert_eq!(fx.log.take(), (0, 1, 0), "one get_events, no get_event");
+    for f in &found {
+        let hit = f.episode().unwrap();
+        assert_eq!(hit.turns, vec![hit.episode.clone()]);
+    }
+
+    let found = fx.search_types("green tea", 3, Mode::Hybrid, both, 1).await;
+    assert_eq!(found.len(), 3);
+    assert_eq!(
+        fx.log.take(),
+        (0, 1, 3),
+        "one get_events, a window read per episode returned"
+    );
+    for f in &found {
+        let hit = f.episode().unwrap();
+        let versions: Vec<u64> = hit.turns.iter().map(|t| t.stream_version).collect();
+        let v = hit.episode.stream_version;
+        let expected: Vec<u64> = (v.saturating_sub(1).max(1)..=(v + 1).min(12)).collect();
+        assert_eq!(versions, expected);
+    }
 }

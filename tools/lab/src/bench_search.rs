@@ -28,10 +28,23 @@
 //! segments: nothing in the server calls `EdgeVectorIndex::optimize`, so
 //! dense search is brute force) and after `optimize` (HNSW).
 //!
+//! **Episodes** (`--episodes N [--memories M]`, M = 1000 unless given):
+//! one more subject is measured, with a conversation of N messages beside
+//! M memories, and, unless `--size` says otherwise, the memory-only subject
+//! with N memories, on the same queries; a second table gives the ratio of
+//! their p50s (HTTP search and find()), the figure of "search with episodes
+//! within 1.5× of memory-only search". The messages are appended to the
+//! data dir's log as ingest appends them and indexed as the episode
+//! projection indexes them (see `episodes`), so a search hydrates each
+//! episode it finds from the sealed log as in production. Both subjects are
+//! searched as the API's default request does: memories and episodes
+//! (`include` absent), window 0.
+//!
 //! The embedder: the local model when `MNEMO_EMBED_MODEL_DIR` is set (a
-//! sentence-transformers directory), for sizes up to
-//! `MNEMO_BENCH_MODEL_MAX_SIZE` (default 100000; larger sizes take the
-//! lexical embedder, and the table says so); the lexical embedder otherwise.
+//! sentence-transformers directory), for sizes (points: memories plus
+//! episodes) up to `MNEMO_BENCH_MODEL_MAX_SIZE` (default 100000; larger
+//! sizes take the lexical embedder, and the table says so); the lexical
+//! embedder otherwise.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -53,15 +66,48 @@ use mnemo_retriever::search::{FindRequest, Mode};
 use mnemo_retriever::RetrieverState;
 use mnemo_vector_index::DEFAULT_RRF_K;
 use mnemo_vector_index::{
-    EdgeVectorIndex, Point, SearchFilter, SearchMode, SearchRequest, VectorIndex,
+    EdgeVectorIndex, Point, PointType, SearchFilter, SearchMode, SearchRequest, VectorIndex,
 };
 use serde_json::json;
 
+mod episodes;
+
 #[derive(Debug, Clone)]
 pub struct SearchBenchArgs {
-    /// Memory counts to measure at, e.g. 10000 and 100000.
+    /// Memory counts to measure at (memories only), e.g. 10000 and 100000.
     pub sizes: Vec<usize>,
     pub queries: usize,
+    /// A subject with episodes beside its memories, measured too and
+    /// compared with the memory-only size of as many memories as it has
+    /// episodes.
+    pub mix: Option<Mix>,
+}
+
+/// One subject's conversation (episodes) and memories.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mix {
+    pub episodes: usize,
+    pub memories: usize,
+}
+
+impl Mix {
+    fn memories_only(memories: usize) -> Mix {
+        Mix {
+            episodes: 0,
+            memories,
+        }
+    }
+
+    fn points(&self) -> usize {
+        self.episodes + self.memories
+    }
+
+    fn describe(&self) -> String {
+        match self.episodes {
+            0 => format!("{} memories", self.memories),
+            episodes => format!("{episodes} episodes + {} memories", self.memories),
+        }
+    }
 }
 
 const TENANT: &str = "bench";
@@ -467,13 +513,17 @@ fn memory_text(rng: &mut Rng) -> String {
     if rng.below(2) == 0 {
         text.push_str(&format!(" {}", rng.pick(&REASONS)));
     }
-    let mut chars = text.chars();
-    let mut text: String = match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => text,
-    };
+    let mut text = capitalize(&text);
     text.push('.');
     text
+}
+
+fn capitalize(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 fn query_text(rng: &mut Rng) -> String {
@@ -584,8 +634,22 @@ async fn generate(size: usize, embedder: &Arc<dyn Embedder>) -> anyhow::Result<D
         })
         .collect();
 
-    // Embed in chunks, a few in flight.
+    let (vectors, embed_elapsed) = embed_all(texts, embedder).await?;
+    Ok(Dataset {
+        memories,
+        vectors,
+        embed_elapsed,
+    })
+}
+
+/// Embeds `texts` in chunks, a few in flight, with progress on stderr.
+/// Returns their vectors in order and the time taken.
+async fn embed_all(
+    texts: Vec<String>,
+    embedder: &Arc<dyn Embedder>,
+) -> anyhow::Result<(Vec<Vec<f32>>, Duration)> {
     let started = Instant::now();
+    let size = texts.len();
     let texts = Arc::new(texts);
     let chunks = size.div_ceil(EMBED_CHUNK);
     let mut vectors: Vec<Vec<Vec<f32>>> = vec![Vec::new(); chunks];
@@ -624,24 +688,22 @@ async fn generate(size: usize, embedder: &Arc<dyn Embedder>) -> anyhow::Result<D
         vectors.len() == size,
         "the embedder returned too few vectors"
     );
-    Ok(Dataset {
-        memories,
-        vectors,
-        embed_elapsed: started.elapsed(),
-    })
+    Ok((vectors, started.elapsed()))
 }
 
-/// Writes the rows and points into `settings.data_dir` (before any server
-/// opens it); optimises the index when asked. Returns the load and
-/// optimise times.
+/// Writes the rows, messages and points into `settings.data_dir` (before
+/// any server opens it); optimises the index when asked. Returns the load
+/// and optimise times.
 async fn load(
     settings: &Settings,
     space: &EmbeddingSpace,
     data: &Dataset,
+    conversation: Option<&episodes::Conversation>,
     optimize: bool,
 ) -> anyhow::Result<(Duration, Duration)> {
     let started = Instant::now();
     let tenant = TenantId::parse(TENANT)?;
+    let subject = SubjectId::parse(SUBJECT)?;
     std::fs::create_dir_all(&settings.data_dir)?;
     let pool = mnemo_event_store::sqlite::connect(&settings.database_file()).await?;
     // Sealed under the data dir's master key, as the server will open them.
@@ -650,14 +712,19 @@ async fn load(
         pool.clone(),
         master,
     ));
-    let read_model = SqliteMemoryReadModel::new(
-        pool.clone(),
-        Arc::new(mnemo_crypto::SubjectCipher::new(keys)),
-    );
+    let cipher = Arc::new(mnemo_crypto::SubjectCipher::new(keys));
+    let read_model = SqliteMemoryReadModel::new(pool.clone(), cipher.clone());
     for memory in &data.memories {
         read_model.upsert(&tenant, memory).await?;
     }
-    pool.close().await;
+    let log = mnemo_event_store::sealed::SealedLog::new(
+        Arc::new(mnemo_event_store::sqlite::SqliteEventStore::new(pool.clone()).await?),
+        cipher,
+    );
+    if let Some(conversation) = conversation {
+        let checkpoints = mnemo_bus::relay::SqliteCheckpointStore::new(pool.clone());
+        episodes::append(&log, &checkpoints, &tenant, &subject, conversation).await?;
+    }
 
     let dir = settings
         .data_dir
@@ -689,6 +756,16 @@ async fn load(
             .collect();
         index.upsert(&tenant, points).await?;
     }
+    let mut episodes_written = 0;
+    if let Some(conversation) = conversation {
+        episodes_written = episodes::index(&log, &index, &tenant, &subject, conversation).await?;
+        anyhow::ensure!(
+            episodes_written == conversation.len() as u64,
+            "{episodes_written} episode points written for {} messages",
+            conversation.len()
+        );
+    }
+    pool.close().await;
     index.flush().await?;
     let loaded = started.elapsed();
     let mut optimized = Duration::ZERO;
@@ -700,10 +777,10 @@ async fn load(
         optimized = started.elapsed();
     }
     let count = index.count(&tenant, None).await?;
+    let expected = data.memories.len() as u64 + episodes_written;
     anyhow::ensure!(
-        count == data.memories.len() as u64,
-        "the index holds {count} points, expected {}",
-        data.memories.len()
+        count == expected,
+        "the index holds {count} points, expected {expected}"
     );
     drop(index);
     Ok((loaded, optimized))
@@ -755,10 +832,13 @@ struct Measured {
     raw: Figures,
     /// HTTP searches that found nothing (a sanity check of the data).
     empty: usize,
+    /// Results of the HTTP searches, and how many of them were episodes.
+    results: usize,
+    episode_results: usize,
 }
 
 struct Row {
-    size: usize,
+    mix: Mix,
     index: &'static str,
     embedder: String,
     measured: Measured,
@@ -793,7 +873,8 @@ struct Searches<'a> {
     state: RetrieverState,
     /// The state's pool, closed once the timings are taken.
     pool: sqlx::SqlitePool,
-    /// What the search handler makes of a request without filters.
+    /// What the search handler makes of a request without filters: both
+    /// point types (`include` absent), active memories.
     filter: SearchFilter,
     /// The real embedder, not the memo: the embed column times it.
     embedder: &'a Arc<dyn Embedder>,
@@ -837,6 +918,7 @@ impl<'a> Searches<'a> {
             retriever_beside(&settings, index.clone(), cached, DEFAULT_RRF_K).await?;
         let filter = SearchFilter {
             subject: Some(subject.clone()),
+            types: vec![PointType::Memory, PointType::Episode],
             states: vec![MemoryState::Active],
             ..Default::default()
         };
@@ -855,8 +937,9 @@ impl<'a> Searches<'a> {
         })
     }
 
-    /// `POST …/search` end to end; returns how many results it found.
-    async fn http(&self, query: &str) -> anyhow::Result<usize> {
+    /// `POST …/search` end to end; returns how many results it found, and
+    /// how many of them were episodes.
+    async fn http(&self, query: &str) -> anyhow::Result<(usize, usize)> {
         let request = self
             .client
             .post(format!("{}/v1/subjects/{SUBJECT}/search", self.url))
@@ -866,7 +949,9 @@ impl<'a> Searches<'a> {
         let status = response.status();
         let body: serde_json::Value = response.json().await?;
         anyhow::ensure!(status == 200, "search was refused: {status}: {body}");
-        anyhow::Ok(body["results"].as_array().map_or(0, Vec::len))
+        let results = body["results"].as_array().map_or(&[][..], Vec::as_slice);
+        let episodes = results.iter().filter(|r| r["type"] == "episode").count();
+        anyhow::Ok((results.len(), episodes))
     }
 
     async fn find(&self, query: String) -> anyhow::Result<Vec<mnemo_retriever::search::Found>> {
@@ -918,14 +1003,16 @@ impl<'a> Searches<'a> {
     /// part of the figures.
     async fn time(&self, queries: &[String]) -> anyhow::Result<Measured> {
         let mut http = Vec::with_capacity(queries.len());
-        let mut empty = 0;
+        let (mut empty, mut results, mut episode_results) = (0, 0, 0);
         for query in queries {
             let started = Instant::now();
-            let found = self.http(query).await?;
+            let (found, episodes) = self.http(query).await?;
             http.push(started.elapsed());
             if found == 0 {
                 empty += 1;
             }
+            results += found;
+            episode_results += episodes;
         }
         let mut embed = Vec::with_capacity(queries.len());
         for query in queries {
@@ -953,6 +1040,8 @@ impl<'a> Searches<'a> {
             find: Figures::of(found),
             raw: Figures::of(engine),
             empty,
+            results,
+            episode_results,
         })
     }
 }
@@ -1005,22 +1094,42 @@ impl EmbedderChoice {
 
 pub async fn search(args: SearchBenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
-        !args.sizes.is_empty() && args.sizes.iter().all(|s| *s > 0) && args.queries > 0,
+        args.sizes.iter().all(|s| *s > 0) && args.queries > 0,
         "sizes and queries must be positive"
     );
+    // Each mix with the seed of its queries: a memory count, so that the
+    // subject with episodes is asked the same questions as the memory-only
+    // subject it is compared with.
+    let mut mixes: Vec<(Mix, usize)> = args
+        .sizes
+        .iter()
+        .map(|&size| (Mix::memories_only(size), size))
+        .collect();
+    if let Some(mix) = args.mix {
+        anyhow::ensure!(
+            mix.episodes > 0 && mix.memories > 0,
+            "episodes and memories must be positive"
+        );
+        mixes.push((mix, mix.episodes));
+    }
+    anyhow::ensure!(!mixes.is_empty(), "nothing to measure");
     let choice = EmbedderChoice::from_env()?;
     let scratch = tempfile::tempdir()?;
     let mut embedders: HashMap<&'static str, Arc<dyn Embedder>> = HashMap::new();
     let mut rows = Vec::new();
     println!(
         "search benchmark: one tenant, one subject, {} queries per measurement (after {WARMUP} \
-         warm-up), k = {K}, hybrid; sizes {:?}; embedder: {}",
+         warm-up), k = {K}, hybrid; {}; embedder: {}",
         args.queries,
-        args.sizes,
+        mixes
+            .iter()
+            .map(|(mix, _)| mix.describe())
+            .collect::<Vec<_>>()
+            .join(", "),
         choice.describe()
     );
-    for &size in &args.sizes {
-        let kind = choice.kind(size);
+    for &(mix, query_seed) in &mixes {
+        let kind = choice.kind(mix.points());
         // Built once per kind, for every size that takes it.
         let embedder = match embedders.get(kind) {
             Some(embedder) => embedder.clone(),
@@ -1031,42 +1140,80 @@ pub async fn search(args: SearchBenchArgs) -> anyhow::Result<()> {
                 embedder
             }
         };
-        rows.extend(bench_size(size, args.queries, &choice, &embedder, scratch.path()).await?);
+        rows.extend(
+            bench_mix(
+                mix,
+                query_seed,
+                args.queries,
+                &choice,
+                &embedder,
+                scratch.path(),
+            )
+            .await?,
+        );
     }
     print_table(&rows);
+    if let Some(mix) = args.mix {
+        print_ratios(&rows, mix);
+    }
     Ok(())
 }
 
-/// Generates and embeds `size` memories, then loads and measures them
-/// twice, in a dir of their own under `scratch` each: on the plain index,
-/// then on the optimized one. Returns the two rows.
-async fn bench_size(
-    size: usize,
+/// Generates and embeds the memories (and conversation) of `mix`, then
+/// loads and measures them twice, in a dir of their own under `scratch`
+/// each: on the plain index, then on the optimized one. Returns the two
+/// rows.
+async fn bench_mix(
+    mix: Mix,
+    query_seed: usize,
     queries: usize,
     choice: &EmbedderChoice,
     embedder: &Arc<dyn Embedder>,
     scratch: &Path,
 ) -> anyhow::Result<Vec<Row>> {
-    let kind = choice.kind(size);
+    let kind = choice.kind(mix.points());
     let space = embedder.space().clone();
     eprintln!(
-        "{size} memories, embedder {} ({}-d)",
-        space.model, space.dimension
+        "{}, embedder {} ({}-d)",
+        mix.describe(),
+        space.model,
+        space.dimension
     );
-    let data = generate(size, embedder).await?;
+    let data = generate(mix.memories, embedder).await?;
     eprintln!(
-        "  embedded {size} memories in {:.1} s ({:.0}/s)",
+        "  embedded {} memories in {:.1} s ({:.0}/s)",
+        mix.memories,
         data.embed_elapsed.as_secs_f64(),
-        size as f64 / data.embed_elapsed.as_secs_f64()
+        mix.memories as f64 / data.embed_elapsed.as_secs_f64()
     );
-    let (queries, vectors) = queries_for(size, queries, embedder).await?;
+    let conversation = match mix.episodes {
+        0 => None,
+        count => {
+            let subject = SubjectId::parse(SUBJECT)?;
+            let (conversation, elapsed) = episodes::prepare(
+                &subject,
+                count,
+                0x51_7CC1_B727_220A ^ count as u64,
+                embedder,
+            )
+            .await?;
+            eprintln!(
+                "  embedded {count} episodes (each with the turn before it) in {:.1} s ({:.0}/s)",
+                elapsed.as_secs_f64(),
+                count as f64 / elapsed.as_secs_f64()
+            );
+            Some(conversation)
+        }
+    };
+    let (queries, vectors) = queries_for(query_seed, queries, embedder).await?;
     let mut rows = Vec::new();
     for (label, optimize) in [("plain", false), ("optimized", true)] {
-        let dir = scratch.join(format!("{size}-{label}"));
+        let dir = scratch.join(format!("{}e-{}m-{label}", mix.episodes, mix.memories));
         let settings = settings_for(&dir, kind, choice.model_dir.as_deref())?;
-        let (loaded, optimized) = load(&settings, &space, &data, optimize).await?;
+        let (loaded, optimized) =
+            load(&settings, &space, &data, conversation.as_ref(), optimize).await?;
         eprintln!(
-            "  {label}: rows and points written in {:.1} s{}",
+            "  {label}: rows, messages and points written in {:.1} s{}",
             loaded.as_secs_f64(),
             if optimize {
                 format!(", optimize {:.1} s", optimized.as_secs_f64())
@@ -1082,7 +1229,7 @@ async fn bench_size(
             ms(measured.raw.p50)
         );
         rows.push(Row {
-            size,
+            mix,
             index: label,
             embedder: format!("{} ({}-d)", space.model, space.dimension),
             measured,
@@ -1118,16 +1265,18 @@ async fn queries_for(
 fn print_table(rows: &[Row]) {
     println!();
     println!(
-        "| memories | index | embedder | HTTP search p50 / p99 | embed query p50 / p99 | \
+        "| episodes | memories | index | embedder | HTTP search p50 / p99 | embed query p50 / p99 | \
          HTTP − embed p50 | find() no embedder p50 / p99 | raw hybrid query p50 / p99 | \
-         find / raw p50 (p99) |"
+         find / raw p50 (p99) | episodes / all results |"
     );
-    println!("|---:|---|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let mut notes = Vec::new();
     for row in rows {
         let m = &row.measured;
         println!(
-            "| {} | {} | {} | {} | {} | {:.2} | {} | {} | {:.2} ({:.2}) |",
-            row.size,
+            "| {} | {} | {} | {} | {} | {} | {:.2} | {} | {} | {:.2} ({:.2}) | {} / {} |",
+            row.mix.episodes,
+            row.mix.memories,
             row.index,
             row.embedder,
             m.http.cell(),
@@ -1137,10 +1286,20 @@ fn print_table(rows: &[Row]) {
             m.raw.cell(),
             m.find.p50.as_secs_f64() / m.raw.p50.as_secs_f64().max(1e-9),
             m.find.p99.as_secs_f64() / m.raw.p99.as_secs_f64().max(1e-9),
+            m.episode_results,
+            m.results,
         );
         if m.empty > 0 {
-            println!("(warning: {} HTTP searches found nothing)", m.empty);
+            notes.push(format!(
+                "warning: {} HTTP searches of {} ({}) found nothing",
+                m.empty,
+                row.mix.describe(),
+                row.index
+            ));
         }
+    }
+    for note in notes {
+        println!("{note}");
     }
     println!(
         "\nms. HTTP search: POST /search end to end (k = {K}, hybrid). embed: the embedder alone \
@@ -1149,8 +1308,48 @@ fn print_table(rows: &[Row]) {
          precomputed, no HTTP. raw: VectorIndex::search with the same request (limit {}, \
          prefetch {}, RRF k {DEFAULT_RRF_K}, vectors returned). plain: the index as the server \
          keeps it (nothing optimises it, dense search is brute force); optimized: after \
-         EdgeVectorIndex::optimize (HNSW).",
+         EdgeVectorIndex::optimize (HNSW). episodes: messages of the subject's conversation, \
+         in the log (sealed) and in the index as the episode projection writes them; a search \
+         ranks them with the memories and reads each episode found from the log. episodes / all \
+         results: over every HTTP search's results.",
         (K * 4).max(40),
         (K * 10).max(100),
     );
+}
+
+/// The issue's figure: the p50s of the subject with episodes over those of
+/// the memory-only subject with as many memories as it has episodes,
+/// measured in the same run on the same queries.
+fn print_ratios(rows: &[Row], mix: Mix) {
+    let baseline = Mix::memories_only(mix.episodes);
+    println!(
+        "\n{} over {}, p50 (same queries, same run):",
+        mix.describe(),
+        baseline.describe()
+    );
+    println!("| index | HTTP search p50 | find() p50 |");
+    println!("|---|---:|---:|");
+    for index in ["plain", "optimized"] {
+        let of = |wanted: Mix| {
+            rows.iter()
+                .find(|r| r.mix == wanted && r.index == index)
+                .map(|r| &r.measured)
+        };
+        let (Some(with), Some(without)) = (of(mix), of(baseline)) else {
+            continue;
+        };
+        let ratio = |a: Duration, b: Duration| {
+            format!(
+                "{:.2} / {:.2} ms = {:.2}×",
+                ms(a),
+                ms(b),
+                a.as_secs_f64() / b.as_secs_f64().max(1e-9)
+            )
+        };
+        println!(
+            "| {index} | {} | {} |",
+            ratio(with.http.p50, without.http.p50),
+            ratio(with.find.p50, without.find.p50)
+        );
+    }
 }
