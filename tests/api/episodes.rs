@@ -367,17 +367,9 @@ async fn projection_lag_is_reported_and_drains() {
     let ids = post_turns(&app, &token, "ivy", "s1", &TRIP).await;
     wait_for_episode(&app, &token, "ivy", TRIP[3], &ids[3]).await;
 
-    let client = reqwest::Client::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     let ready = loop {
-        let ready: Value = client
-            .get(format!("{}/readyz", app.address))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let ready = app.public_json("/readyz").await;
         // The projection commits a record after indexing it: searchable
         // comes a moment before committed.
         if ready["consumer_lag"]["retriever.episode-projection"] == 0 {
@@ -405,14 +397,7 @@ async fn projection_lag_is_reported_and_drains() {
     );
     assert!(lag.values().all(Value::is_u64), "{ready}");
 
-    let metrics = client
-        .get(format!("{}/metrics", app.address))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.public("/metrics").await.text().await.unwrap();
     assert!(
         metrics.contains("mnemo_consumer_lag_events{group=\"retriever.episode-projection\"} 0"),
         "{metrics}"

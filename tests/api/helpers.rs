@@ -211,6 +211,23 @@ impl TestApp {
         response.json().await.unwrap()
     }
 
+    /// GET of an endpoint every process serves without a token (`/readyz`,
+    /// `/metrics`, `/openapi.json`): 200, and its body.
+    pub async fn public(&self, path: &str) -> Response {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.address))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "GET {path}");
+        response
+    }
+
+    pub async fn public_json(&self, path: &str) -> Value {
+        self.public(path).await.json().await.unwrap()
+    }
+
     /// Every event of the tenant, through the audit API.
     pub async fn all_events(&self, tenant: &str) -> Vec<Value> {
         let token = self.admin(tenant);

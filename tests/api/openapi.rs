@@ -116,25 +116,11 @@ async fn health_and_metrics() {
 }
 
 async fn readyz(app: &crate::helpers::TestApp) -> serde_json::Value {
-    let response = app
-        .client
-        .get(format!("{}/readyz", app.address))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    response.json().await.unwrap()
+    app.public_json("/readyz").await
 }
 
 async fn document(app: &crate::helpers::TestApp) -> serde_json::Value {
-    app.client
-        .get(format!("{}/openapi.json", app.address))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    app.public_json("/openapi.json").await
 }
 
 /// An address where nothing listens.
