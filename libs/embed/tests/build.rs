@@ -11,16 +11,6 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 
-/// A hub address where nothing listens.
-fn unreachable_hub() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    format!("http://127.0.0.1:{port}")
-}
-
 fn settings(kind: EmbedderKind, cache_dir: &Path) -> EmbedSettings {
     EmbedSettings {
         kind,
@@ -30,8 +20,8 @@ fn settings(kind: EmbedderKind, cache_dir: &Path) -> EmbedSettings {
         api_key: None,
         cache_dir: cache_dir.to_path_buf(),
         dimension: None,
-        hub_endpoint: unreachable_hub(),
-        pypi_endpoint: unreachable_hub(),
+        hub_endpoint: mnemo_embed::unreachable_endpoint(),
+        pypi_endpoint: mnemo_embed::unreachable_endpoint(),
     }
 }
 
@@ -163,9 +153,14 @@ async fn ensure_model_uses_a_complete_cache_without_the_network() {
     fake_model_dir(&cached);
 
     // The hub is unreachable: only the cache can answer.
-    let dir = ensure_model_from_hub(&source, None, cache.path(), &unreachable_hub())
-        .await
-        .unwrap();
+    let dir = ensure_model_from_hub(
+        &source,
+        None,
+        cache.path(),
+        &mnemo_embed::unreachable_endpoint(),
+    )
+    .await
+    .unwrap();
 
     assert_eq!(dir, cached);
 }
@@ -194,9 +189,14 @@ async fn ensure_model_refuses_an_incomplete_dir() {
     let partial = source.cache_path(cache.path());
     std::fs::create_dir_all(&partial).unwrap();
     std::fs::write(partial.join("config.json"), "{}").unwrap();
-    let error = ensure_model_from_hub(&source, None, cache.path(), &unreachable_hub())
-        .await
-        .unwrap_err();
+    let error = ensure_model_from_hub(
+        &source,
+        None,
+        cache.path(),
+        &mnemo_embed::unreachable_endpoint(),
+    )
+    .await
+    .unwrap_err();
     assert!(error.to_string().contains("download"), "{error}");
 }
 

