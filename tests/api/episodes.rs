@@ -2,14 +2,15 @@
 //! messages become searchable episodes with the provenance of exactly the
 //! turns they return, `include` and `window` are honoured, the context
 //! block has a section for them and never pays twice for one thing said,
-//! erasure takes them from the index, and a reindex brings them back.
+//! erasure takes them from the index, a reindex brings them back, and the
+//! tenant's episode policy forgets them.
 
 use std::time::{Duration, Instant};
 
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::helpers::{assert_error, spawn_app_with_model, TestApp};
+use crate::helpers::{assert_error, settings_for, spawn_app_in, spawn_app_with_model, TestApp};
 
 /// Only explicit requests consolidate, so each test decides when.
 const MANUAL: &str = "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n";
@@ -402,4 +403,149 @@ async fn projection_lag_is_reported_and_drains() {
         metrics.contains("mnemo_consumer_lag_events{group=\"retriever.episode-projection\"} 0"),
         "{metrics}"
     );
+}
+
+/// The tenant's episode policy forgets what was said past its time to
+/// live and beyond its cap per subject: `mnemo forget --dry-run` lists
+/// those episodes and changes nothing, the pass records
+/// `EpisodesForgotten`, the projection takes their points out of search,
+/// and a rebuilt index leaves them out. The messages stay in the log.
+#[tokio::test]
+async fn the_tenants_episode_policy_forgets_old_and_surplus_episodes() {
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = config_dir.path().join("mnemo.toml");
+    // A pass a day apart: the test runs each pass itself.
+    std::fs::write(
+        &config,
+        "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n\
+         [forgetting]\ninterval_seconds = 86400\n\
+         [forgetting.default.episodes]\nttl = 2592000\nmax_per_subject = 2\n",
+    )
+    .unwrap();
+    let env = [("MNEMO_CONFIG", config.to_str().unwrap())];
+    let app = spawn_app_in(tempfile::tempdir().unwrap(), &env).await;
+    let token = app.admin("acme");
+    let now = chrono::Utc::now();
+    let at = |hours: i64| (now - chrono::Duration::hours(hours)).to_rfc3339();
+    let said = [
+        (
+            "Our first flat was in Porto.",
+            "2023-01-02T10:00:00Z".to_owned(),
+        ),
+        ("We moved to Lisbon last spring.", at(3)),
+        ("The tram to Belem is always full.", at(2)),
+        ("I bought a bike for the hills.", at(1)),
+    ];
+    let messages: Vec<Value> = said
+        .iter()
+        .enumerate()
+        .map(|(i, (text, ts))| {
+            json!({"id": format!("t{i}"), "role": "user", "content": text, "timestamp": ts})
+        })
+        .collect();
+    let posted = app
+        .post_json(
+            "/v1/subjects/noa/messages",
+            &token,
+            json!({ "messages": messages }),
+        )
+        .await;
+    let ids: Vec<String> = posted["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event_id"].as_str().unwrap().to_owned())
+        .collect();
+    let tenant = mnemo_domain::TenantId::parse("acme").unwrap();
+    let noa = mnemo_domain::SubjectId::parse("noa").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while app.index.count(&tenant, Some(&noa)).await.unwrap() < 4 {
+        assert!(Instant::now() < deadline, "episodes never indexed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let dir = app.stop().await;
+    let settings = settings_for(dir.path(), &env);
+
+    // The dry run names the Porto turn (too old) and the oldest recent one
+    // (over the cap of 2), and nothing else.
+    let plan = mnemo_app::forget::report(&settings, true).await.unwrap();
+    let listed: Vec<&str> = plan
+        .lines()
+        .filter(|l| l.starts_with("| acme | noa |"))
+        .collect();
+    assert_eq!(listed.len(), 2, "{plan}");
+    assert!(
+        listed[0].contains(&ids[0]) && listed[0].contains("| ttl |"),
+        "{plan}"
+    );
+    assert!(
+        listed[1].contains(&ids[1]) && listed[1].contains("| cap |"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("4 searchable episodes of 1 subjects: 2 would be forgotten"),
+        "{plan}"
+    );
+    let again = mnemo_app::forget::report(&settings, true).await.unwrap();
+    assert!(
+        again.contains("2 would be forgotten"),
+        "the dry run changed something: {again}"
+    );
+
+    let done = mnemo_app::forget::report(&settings, false).await.unwrap();
+    assert!(
+        done.contains("4 searchable episodes: 2 forgotten"),
+        "{done}"
+    );
+    let repeated = mnemo_app::forget::report(&settings, false).await.unwrap();
+    assert!(
+        repeated.contains("2 searchable episodes: 0 forgotten"),
+        "{repeated}"
+    );
+
+    // The running projection applies the events.
+    let app = spawn_app_in(dir, &env).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while app.index.count(&tenant, Some(&noa)).await.unwrap() != 2 {
+        assert!(
+            Instant::now() < deadline,
+            "forgotten episodes stayed indexed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let found = |results: Vec<Value>| {
+        let mut found: Vec<String> = results.iter().flat_map(sources).collect();
+        found.sort();
+        found
+    };
+    let mut kept = vec![ids[2].clone(), ids[3].clone()];
+    kept.sort();
+    let query =
+        json!({"query": "Porto Lisbon tram bike flat hills", "include": ["episodes"], "k": 10});
+    assert_eq!(
+        found(search(&app, &token, "noa", query.clone()).await),
+        kept
+    );
+    let events = app.all_events("acme").await;
+    let forgotten: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "EpisodesForgotten")
+        .collect();
+    assert_eq!(forgotten.len(), 2, "{events:?}");
+    assert!(forgotten.iter().all(|e| e["actor"] == "mnemo-forgetter"));
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "MessageReceived")
+            .count(),
+        4,
+        "the messages stay in the log"
+    );
+
+    // A rebuilt index does not bring them back.
+    let dir = app.stop().await;
+    mnemo_app::reindex::run(&settings).await.unwrap();
+    let app = spawn_app_in(dir, &env).await;
+    assert_eq!(app.index.count(&tenant, Some(&noa)).await.unwrap(), 2);
+    assert_eq!(found(search(&app, &token, "noa", query).await), kept);
 }

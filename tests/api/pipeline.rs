@@ -536,3 +536,60 @@ async fn memories_carry_the_trace_of_the_request_that_asked_for_them() {
         "{traceparent}"
     );
 }
+
+/// A request for one session consolidates that session's messages and
+/// leaves the others waiting. The session travels sealed; the consolidator
+/// must open it with the subject's key, not read it as plain JSON (it once
+/// did, and dead-lettered every session request).
+#[tokio::test]
+async fn consolidating_one_session_leaves_the_others_waiting() {
+    let app = spawn_app_with_model(MANUAL).await;
+    let token = app.admin("acme");
+    let trip = post(
+        &app,
+        &token,
+        "ana",
+        "trip",
+        &["I am vegetarian and I never eat fish."],
+    )
+    .await;
+    post(
+        &app,
+        &token,
+        "ana",
+        "work",
+        &["I work as a nurse at the night shift in Porto."],
+    )
+    .await;
+    let response = app
+        .call(
+            Method::POST,
+            "/v1/subjects/ana/consolidate",
+            &token,
+            Some(json!({"session": "trip"})),
+        )
+        .await;
+    assert_eq!(response.status(), 202);
+    let memories = memories_when(&app, &token, "ana", "the trip session's memory", |m| {
+        !m.is_empty()
+    })
+    .await;
+    // The whole-subject request that follows makes the work session's
+    // memory; until then only the trip session had one.
+    assert!(
+        memories
+            .iter()
+            .all(|m| m["provenance"]["source_event_ids"] == json!(trip)),
+        "{memories:?}"
+    );
+    consolidate(&app, &token, "ana").await;
+    let all = memories_when(&app, &token, "ana", "the work session's memory", |m| {
+        m.iter()
+            .any(|m| m["provenance"]["source_event_ids"] != json!(trip))
+    })
+    .await;
+    assert!(
+        contents(&all).iter().any(|c| c.contains("nurse")),
+        "{all:?}"
+    );
+}

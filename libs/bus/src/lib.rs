@@ -55,7 +55,14 @@ pub mod topics {
     pub fn for_event_type(event_type: &str) -> &'static str {
         use mnemo_domain::EventType;
         match EventType::parse(event_type) {
-            Some(EventType::MessageReceived | EventType::ConsolidationRequested) => MESSAGES,
+            // Forgotten episodes travel with the messages, keyed by the
+            // subject like them, so the episode projection deletes a point
+            // only after it has indexed it.
+            Some(
+                EventType::MessageReceived
+                | EventType::ConsolidationRequested
+                | EventType::EpisodesForgotten,
+            ) => MESSAGES,
             Some(
                 EventType::ProfileUpdated
                 | EventType::ExportGenerated
@@ -163,6 +170,7 @@ mod tests {
         let topic = |kind: EventType| topics::for_event_type(kind.as_str());
         assert_eq!(topic(EventType::MessageReceived), topics::MESSAGES);
         assert_eq!(topic(EventType::ConsolidationRequested), topics::MESSAGES);
+        assert_eq!(topic(EventType::EpisodesForgotten), topics::MESSAGES);
         for kind in [
             EventType::ProfileUpdated,
             EventType::ExportGenerated,

@@ -484,6 +484,20 @@ pub struct SubjectErased {
     pub receipt: ErasureReceipt,
 }
 
+/// Episodes taken out of retrieval by the tenant's forgetting policy
+/// (stream `episodes-<subject>`). The messages stay in the log as history;
+/// the episode projection deletes their points, and a rebuild of the index
+/// leaves them out. Nothing here comes from the conversation: message
+/// event ids and the policy's words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EpisodesForgotten {
+    pub rule: crate::forgetting::EpisodeRule,
+    /// The message events whose episodes are forgotten.
+    pub messages: Vec<EventId>,
+    pub reason: String,
+}
+
 /// Every event the log holds, decoded.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DomainEvent {
@@ -505,6 +519,7 @@ pub enum DomainEvent {
     ConsolidationRequested(ConsolidationRequested),
     ErasureRequested(ErasureRequested),
     SubjectErased(SubjectErased),
+    EpisodesForgotten(EpisodesForgotten),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -615,6 +630,7 @@ catalogue! {
     ConsolidationRequested(ConsolidationRequested) = 2,
     ErasureRequested(ErasureRequested) = 1,
     SubjectErased(SubjectErased) = 1,
+    EpisodesForgotten(EpisodesForgotten) = 1,
 }
 
 /// Brings an older stored payload up to the current schema of its type, one
@@ -697,6 +713,11 @@ pub mod streams {
 
     pub fn erasure(id: &ErasureId) -> String {
         format!("erasure-{id}")
+    }
+
+    /// Where the forgetter records the episodes it forgot.
+    pub fn episodes(subject: &SubjectId) -> String {
+        format!("episodes-{subject}")
     }
 }
 

@@ -4,11 +4,18 @@
 //!
 //! `score = importance · 0.5^(idle / half_life) · (1 + ln(1 + accesses))`
 //! where idle is the time since the memory was last used or changed.
+//!
+//! Episodes (what was said, one per message) are forgotten by their own
+//! rules ([`EpisodePolicy`]): a time to live and a cap per subject. They
+//! have no score: an episode is never "used" the way a memory is, and its
+//! decay is the recency term of ranking, which weighs each hit by its
+//! message's age. A forgotten episode leaves retrieval; its message stays
+//! in the log as history, as an expired memory's versions do.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::ids::{MemoryId, SubjectId};
+use crate::ids::{EventId, MemoryId, SubjectId};
 use crate::memory::{MemoryKind, MemoryState};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -33,6 +40,103 @@ pub struct ForgetPolicy {
     /// At most this many active memories per subject; the lowest-scoring
     /// beyond it are archived.
     pub max_active_per_subject: Option<usize>,
+    /// How episodes are forgotten, separately from memories.
+    pub episodes: EpisodePolicy,
+}
+
+/// A tenant's rules for forgetting episodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EpisodePolicy {
+    /// Episodes whose message is older than this (by the message's own
+    /// timestamp) leave retrieval. `None`: kept until erased or capped.
+    #[serde(with = "optional_seconds", skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<Duration>,
+    /// At most this many episodes per subject stay searchable; the oldest
+    /// beyond it are forgotten.
+    pub max_per_subject: Option<usize>,
+}
+
+impl Default for EpisodePolicy {
+    /// No time to live (what was said stays recallable, decaying in
+    /// ranking), and a cap that bounds one subject's share of the index.
+    fn default() -> Self {
+        EpisodePolicy {
+            ttl: None,
+            max_per_subject: Some(100_000),
+        }
+    }
+}
+
+/// One searchable episode as the forgetter sees it: its message's event id
+/// and timestamp, nothing of what was said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpisodeAge {
+    pub message: EventId,
+    pub timestamp: DateTime<Utc>,
+}
+
+/// Why episodes were forgotten; one event per rule and subject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EpisodeRule {
+    Ttl,
+    Cap,
+}
+
+/// The episodes of one subject a pass forgets, by rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EpisodeDecision {
+    pub rule: EpisodeRule,
+    pub messages: Vec<EventId>,
+    /// Why, in words an admin reads in the audit log.
+    pub reason: String,
+}
+
+/// Decides which of a subject's searchable episodes (`live`, in log order)
+/// to forget: those past the time to live, then the oldest beyond the cap
+/// among the rest.
+pub fn decide_episodes(
+    live: &[EpisodeAge],
+    policy: &EpisodePolicy,
+    now: DateTime<Utc>,
+) -> Vec<EpisodeDecision> {
+    let mut decisions = Vec::new();
+    let mut kept: Vec<&EpisodeAge> = live.iter().collect();
+    if let Some(ttl) = policy.ttl {
+        let cutoff = now - chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::MAX);
+        let (expired, young): (Vec<_>, Vec<_>) =
+            kept.into_iter().partition(|e| e.timestamp < cutoff);
+        kept = young;
+        if !expired.is_empty() {
+            decisions.push(EpisodeDecision {
+                rule: EpisodeRule::Ttl,
+                messages: expired.iter().map(|e| e.message).collect(),
+                reason: format!(
+                    "episodes live {} s at most; these were said before {}",
+                    ttl.as_secs(),
+                    cutoff.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                ),
+            });
+        }
+    }
+    if let Some(cap) = policy.max_per_subject {
+        if kept.len() > cap {
+            // Newest first by what the message says; log order breaks ties
+            // (a stable sort keeps it), so a replayed pass decides the same.
+            kept.sort_by_key(|e| std::cmp::Reverse(e.timestamp));
+            let mut over: Vec<&EpisodeAge> = kept.split_off(cap);
+            over.sort_by_key(|e| e.timestamp);
+            decisions.push(EpisodeDecision {
+                rule: EpisodeRule::Cap,
+                messages: over.iter().map(|e| e.message).collect(),
+                reason: format!(
+                    "the subject has more than {cap} episodes and these are the oldest"
+                ),
+            });
+        }
+    }
+    decisions
 }
 
 impl Default for ForgetPolicy {
@@ -45,6 +149,7 @@ impl Default for ForgetPolicy {
             min_age: Duration::from_secs(7 * day),
             ttl: BTreeMap::from([(MemoryKind::Status, Duration::from_secs(90 * day))]),
             max_active_per_subject: Some(2_000),
+            episodes: EpisodePolicy::default(),
         }
     }
 }
@@ -60,6 +165,23 @@ mod seconds {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         Ok(Duration::from_secs(u64::deserialize(d)?))
+    }
+}
+
+mod optional_seconds {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_secs))
     }
 }
 
@@ -298,5 +420,73 @@ mod tests {
         assert_eq!(policy.half_life, Duration::from_secs(60));
         assert_eq!(policy.ttl[&MemoryKind::Status], Duration::from_secs(10));
         assert_eq!(policy.min_age, ForgetPolicy::default().min_age);
+    }
+
+    fn said(days_ago: i64, now: DateTime<Utc>) -> EpisodeAge {
+        EpisodeAge {
+            message: EventId::new(),
+            timestamp: now - ChronoDuration::days(days_ago),
+        }
+    }
+
+    #[test]
+    fn episodes_past_their_ttl_are_forgotten_and_the_rest_kept() {
+        let now = Utc::now();
+        let live = vec![said(400, now), said(10, now), said(31, now), said(0, now)];
+        let policy = EpisodePolicy {
+            ttl: Some(Duration::from_secs(30 * 86_400)),
+            max_per_subject: None,
+        };
+        let decisions = decide_episodes(&live, &policy, now);
+        assert_eq!(decisions.len(), 1, "{decisions:?}");
+        assert_eq!(decisions[0].rule, EpisodeRule::Ttl);
+        assert_eq!(
+            decisions[0].messages,
+            vec![live[0].message, live[2].message]
+        );
+        assert!(
+            decisions[0].reason.contains("2592000 s"),
+            "{}",
+            decisions[0].reason
+        );
+    }
+
+    #[test]
+    fn the_cap_forgets_the_oldest_by_message_time_after_the_ttl() {
+        let now = Utc::now();
+        // Log order is not time order: an import can post old turns late.
+        let live = vec![
+            said(5, now),
+            said(1, now),
+            said(90, now),
+            said(3, now),
+            said(2, now),
+        ];
+        let policy = EpisodePolicy {
+            ttl: Some(Duration::from_secs(60 * 86_400)),
+            max_per_subject: Some(2),
+        };
+        let decisions = decide_episodes(&live, &policy, now);
+        assert_eq!(decisions.len(), 2, "{decisions:?}");
+        assert_eq!(decisions[0].messages, vec![live[2].message]);
+        assert_eq!(decisions[1].rule, EpisodeRule::Cap);
+        // Oldest first: 5 days, then 3 days; the two newest stay.
+        assert_eq!(
+            decisions[1].messages,
+            vec![live[0].message, live[3].message]
+        );
+        assert!(decide_episodes(&live[..2], &policy, now).is_empty());
+    }
+
+    #[test]
+    fn the_default_episode_policy_keeps_everything_under_the_cap() {
+        let now = Utc::now();
+        let live: Vec<_> = (0..50).map(|d| said(d * 100, now)).collect();
+        assert!(decide_episodes(&live, &EpisodePolicy::default(), now).is_empty());
+        let policy: ForgetPolicy =
+            serde_json::from_str(r#"{"episodes": {"ttl": 60, "max_per_subject": 3}}"#).unwrap();
+        assert_eq!(policy.episodes.ttl, Some(Duration::from_secs(60)));
+        assert_eq!(policy.episodes.max_per_subject, Some(3));
+        assert_eq!(policy.half_life, ForgetPolicy::default().half_life);
     }
 }

@@ -25,7 +25,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 use mnemo_bus::{EventHandler, HandlerError};
 use mnemo_crypto::TokenPurpose;
-use mnemo_domain::events::{ConsolidationRequested, EventType};
+use mnemo_domain::events::EventType;
 use mnemo_domain::{DomainEvent, RecordedEvent, SubjectId};
 use mnemo_event_store::sealed::LogError;
 use tokio::sync::Mutex;
@@ -184,17 +184,21 @@ impl EventHandler for Consolidator {
                 Ok(())
             }
             Some(EventType::ConsolidationRequested) => {
-                let request: ConsolidationRequested = match DomainEvent::decode(
-                    &event.event_type,
-                    event.schema_version,
-                    event.payload.clone(),
-                ) {
-                    Ok(DomainEvent::ConsolidationRequested(request)) => request,
-                    _ => {
-                        return Err(HandlerError::Permanent(
-                            "undecodable ConsolidationRequested".into(),
-                        ))
-                    }
+                // Through the log, not `DomainEvent::decode`: the session
+                // is sealed and only the subject's key opens it.
+                let decoded =
+                    self.pipeline
+                        .log
+                        .decode(event.clone())
+                        .await
+                        .map_err(|e| match e {
+                            LogError::Decode(_) => HandlerError::Permanent(e.to_string()),
+                            other => retryable(other.into()),
+                        })?;
+                let DomainEvent::ConsolidationRequested(request) = decoded.event else {
+                    return Err(HandlerError::Permanent(
+                        "undecodable ConsolidationRequested".into(),
+                    ));
                 };
                 let conversations = self
                     .pipeline

@@ -1,14 +1,23 @@
 //! The scheduled retention pass: score every active and archived memory of
 //! every subject by its tenant's policy, archive or expire what fell below
-//! the thresholds, and say why in the memory's history.
+//! the thresholds, and say why in the memory's history. Then the episode
+//! pass: forget the episodes past the tenant's episode time to live or
+//! beyond its cap per subject, recorded as `EpisodesForgotten` events the
+//! episode projection applies (so a rebuilt index leaves them out too).
 
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use mnemo_config::Policies;
-use mnemo_domain::events::{streams, MemoryStateChanged};
-use mnemo_domain::forgetting::{decide, Decision, ForgetPolicy, MemoryUsage, Verdict};
-use mnemo_domain::{DomainEvent, EventId, EventMetadata, MemoryState, SubjectText};
+use mnemo_domain::events::{streams, EpisodesForgotten, MemoryStateChanged};
+use mnemo_domain::forgetting::{
+    decide, decide_episodes, Decision, EpisodeAge, EpisodeDecision, ForgetPolicy, MemoryUsage,
+    Verdict,
+};
+use mnemo_domain::{
+    DomainEvent, EventId, EventMetadata, EventType, MemoryState, SubjectId, SubjectText, TenantId,
+};
 use mnemo_event_store::sealed::{LogError, Pending, SealedLog};
 use mnemo_event_store::{EventStoreError, ExpectedVersion};
 use mnemo_read_model::{MemoryFilter, MemoryReadModel};
@@ -16,6 +25,11 @@ use mnemo_read_model::{MemoryFilter, MemoryReadModel};
 use crate::usage::UsageStore;
 
 const PAGE: u32 = 500;
+/// Log events one page of the episode scan reads.
+const LOG_PAGE: u32 = 1_000;
+/// Message ids one `EpisodesForgotten` event carries at most, so an event
+/// stays far below a Kafka record's size limit (1 MB by default).
+const FORGET_CHUNK: usize = 1_000;
 /// The most memories of one subject the pass reads at once.
 const MAX_PER_SUBJECT: u32 = 100_000;
 
@@ -37,6 +51,28 @@ pub struct PassReport {
     pub expired: usize,
     /// Decisions skipped because the memory changed meanwhile.
     pub skipped: usize,
+    /// Searchable episodes the episode pass looked at.
+    pub episodes: usize,
+    /// Episodes it forgot (or would forget, planned).
+    pub episodes_forgotten: usize,
+}
+
+/// The episodes a pass would forget, per subject and rule.
+#[derive(Debug, Default)]
+pub struct EpisodePlan {
+    pub decisions: Vec<(TenantId, SubjectId, EpisodeDecision)>,
+    /// Subjects with searchable episodes, and how many they hold.
+    pub subjects: usize,
+    pub episodes: usize,
+}
+
+impl EpisodePlan {
+    pub fn forgotten(&self) -> usize {
+        self.decisions
+            .iter()
+            .map(|(_, _, d)| d.messages.len())
+            .sum()
+    }
 }
 
 pub struct Retention {
@@ -164,6 +200,9 @@ impl Retention {
                 Err(other) => return Err(other.into()),
             }
         }
+        let episodes = self.forget_episodes(now).await?;
+        report.episodes = episodes.episodes;
+        report.episodes_forgotten = episodes.forgotten();
         if report.archived + report.expired > 0 {
             tracing::info!(
                 subjects = report.subjects,
@@ -174,6 +213,125 @@ impl Retention {
             );
         }
         Ok(report)
+    }
+
+    /// The episode decisions of a pass at `now`, without applying any.
+    ///
+    /// Reads the whole log (ids, types and message timestamps, which are
+    /// not sealed; no content is opened): the searchable episodes of a
+    /// subject are its messages less those already forgotten, and an
+    /// erased subject has none. Memory grows with the number of messages
+    /// (a few dozen bytes each); a pass over a very large log is a
+    /// candidate for an incremental scan.
+    pub async fn plan_episodes(&self, now: DateTime<Utc>) -> Result<EpisodePlan, RetentionError> {
+        let store = self.log.store();
+        let head = store.head_position().await.map_err(LogError::from)?;
+        let mut live: BTreeMap<(TenantId, SubjectId), Vec<EpisodeAge>> = BTreeMap::new();
+        let mut forgotten: HashSet<EventId> = HashSet::new();
+        let mut position = 0;
+        while position < head {
+            let page = store
+                .read_all(position, LOG_PAGE)
+                .await
+                .map_err(LogError::from)?;
+            let Some(last) = page.last() else { break };
+            position = last.global_position;
+            for event in page {
+                let Some(subject) = event.subject.clone() else {
+                    continue;
+                };
+                if event.is(EventType::MessageReceived) {
+                    // The timestamp is what the message says of itself (an
+                    // import posts old turns late); the append time when
+                    // it cannot be read.
+                    let timestamp = event
+                        .payload
+                        .get("timestamp")
+                        .and_then(|t| serde_json::from_value(t.clone()).ok())
+                        .unwrap_or(event.recorded_at);
+                    live.entry((event.tenant, subject))
+                        .or_default()
+                        .push(EpisodeAge {
+                            message: event.event_id,
+                            timestamp,
+                        });
+                } else if event.is(EventType::EpisodesForgotten) {
+                    if let DomainEvent::EpisodesForgotten(done) =
+                        self.log.decode(event).await?.event
+                    {
+                        forgotten.extend(done.messages);
+                    }
+                } else if event.is(EventType::SubjectErased) {
+                    // Its points are gone with it; what it says after the
+                    // erasure is a new conversation, counted afresh.
+                    live.remove(&(event.tenant, subject));
+                }
+            }
+        }
+        let mut plan = EpisodePlan::default();
+        for ((tenant, subject), mut episodes) in live {
+            episodes.retain(|e| !forgotten.contains(&e.message));
+            if episodes.is_empty() {
+                continue;
+            }
+            plan.subjects += 1;
+            plan.episodes += episodes.len();
+            let policy = &self.policies.for_tenant(tenant.as_str()).episodes;
+            for decision in decide_episodes(&episodes, policy, now) {
+                plan.decisions
+                    .push((tenant.clone(), subject.clone(), decision));
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Plans and applies the episode pass: one `EpisodesForgotten` event per
+    /// subject, rule and chunk, with an id derived from what it forgets, so
+    /// a pass repeated after a crash appends nothing twice.
+    pub async fn forget_episodes(&self, now: DateTime<Utc>) -> Result<EpisodePlan, RetentionError> {
+        let plan = self.plan_episodes(now).await?;
+        for (tenant, subject, decision) in &plan.decisions {
+            for chunk in decision.messages.chunks(FORGET_CHUNK) {
+                let mut key = vec![
+                    "episodes-forgotten".to_owned(),
+                    tenant.to_string(),
+                    subject.to_string(),
+                ];
+                key.extend(chunk.iter().map(ToString::to_string));
+                let key: Vec<&str> = key.iter().map(String::as_str).collect();
+                self.log
+                    .append_one(
+                        tenant,
+                        &streams::episodes(subject),
+                        ExpectedVersion::Any,
+                        Pending {
+                            event_id: EventId::derived(&key),
+                            subject: Some(subject.clone()),
+                            event: DomainEvent::EpisodesForgotten(EpisodesForgotten {
+                                rule: decision.rule,
+                                messages: chunk.to_vec(),
+                                reason: decision.reason.clone(),
+                            }),
+                            metadata: EventMetadata {
+                                actor: "mnemo-forgetter".to_owned(),
+                                correlation_id: Some(format!("retention:{}", now.timestamp())),
+                                causation_id: None,
+                                traceparent: None,
+                            },
+                        },
+                    )
+                    .await?;
+            }
+        }
+        if !plan.decisions.is_empty() {
+            tracing::info!(
+                subjects = plan.subjects,
+                episodes = plan.episodes,
+                forgotten = plan.forgotten(),
+                "episode retention pass"
+            );
+        }
+        Ok(plan)
     }
 
     /// Runs a pass every `interval`, forever.

@@ -322,6 +322,23 @@ impl EpisodeProjection {
     }
 }
 
+impl EpisodeProjection {
+    /// Deletes the points of episodes the forgetter forgot. They travel on
+    /// the messages' topic, keyed by subject, so this runs after those
+    /// messages were indexed.
+    async fn forget(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
+        let decoded = self.log.decode(event.clone()).await.map_err(retryable)?;
+        if let DomainEvent::EpisodesForgotten(forgotten) = decoded.event {
+            let ids: Vec<MemoryId> = forgotten.messages.iter().map(point_id).collect();
+            self.index
+                .delete(&event.tenant, &ids)
+                .await
+                .map_err(retryable)?;
+        }
+        Ok(())
+    }
+}
+
 fn retryable(error: impl std::fmt::Display) -> HandlerError {
     HandlerError::Retryable(error.to_string())
 }
@@ -329,6 +346,9 @@ fn retryable(error: impl std::fmt::Display) -> HandlerError {
 #[async_trait]
 impl EventHandler for EpisodeProjection {
     async fn handle(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
+        if event.is(EventType::EpisodesForgotten) {
+            return self.forget(event).await;
+        }
         if !event.is(EventType::MessageReceived) {
             return Ok(());
         }

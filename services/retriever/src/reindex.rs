@@ -17,12 +17,12 @@
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
-use mnemo_domain::{EventType, Memory, MemoryState, SubjectId, TenantId};
+use mnemo_domain::{DomainEvent, EventType, Memory, MemoryId, MemoryState, SubjectId, TenantId};
 use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_vector_index::{Point, VectorIndex};
 
-use crate::episodes::{index_episodes, with_previous, Episode};
+use crate::episodes::{index_episodes, point_id, with_previous, Episode};
 use crate::projection::{payload_of, PointTokens};
 
 /// How many events one `read_all` page holds.
@@ -98,6 +98,9 @@ pub async fn replay(
     // version of it there: the episodes from that one on are (re)written.
     let mut conversations: Vec<(TenantId, String, u64)> = Vec::new();
     let mut conversation_seen: HashSet<(TenantId, String)> = HashSet::new();
+    // Episodes the forgetter forgot: left out, and removed from a target
+    // that already holds them (a catch-up).
+    let mut forgotten: Vec<(TenantId, MemoryId)> = Vec::new();
     let mut position = after.max(0);
     let mut events = 0u64;
     while position < head {
@@ -111,6 +114,17 @@ pub async fn replay(
             events += 1;
             let is_erasure = event.is(EventType::SubjectErased);
             let is_message = event.is(EventType::MessageReceived);
+            if event.is(EventType::EpisodesForgotten) {
+                let tenant = event.tenant.clone();
+                let decoded = log
+                    .decode(event)
+                    .await
+                    .map_err(|e| ReplayError::Log(e.to_string()))?;
+                if let DomainEvent::EpisodesForgotten(done) = decoded.event {
+                    forgotten.extend(done.messages.iter().map(|m| (tenant.clone(), point_id(m))));
+                }
+                continue;
+            }
             let Some(subject) = event.subject else {
                 continue;
             };
@@ -155,9 +169,16 @@ pub async fn replay(
             total,
         });
     }
+    let skip: HashSet<(TenantId, MemoryId)> = forgotten.iter().cloned().collect();
     for (tenant, stream_id, first) in &conversations {
         outcome.episodes +=
-            index_conversation(log, embedder, index, tenant, stream_id, *first).await?;
+            index_conversation(log, embedder, index, tenant, stream_id, *first, &skip).await?;
+    }
+    for (tenant, point) in &forgotten {
+        index
+            .delete(tenant, std::slice::from_ref(point))
+            .await
+            .map_err(|e| ReplayError::Index(e.to_string()))?;
     }
     outcome.position = head;
     Ok(outcome)
@@ -172,6 +193,7 @@ async fn index_conversation(
     tenant: &TenantId,
     stream_id: &str,
     first: u64,
+    forgotten: &HashSet<(TenantId, MemoryId)>,
 ) -> Result<u64, ReplayError> {
     let turns: Vec<Episode> = log
         .read_stream_range(tenant, stream_id, first.saturating_sub(1), u64::MAX)
@@ -181,7 +203,8 @@ async fn index_conversation(
         .filter_map(Episode::of)
         .collect();
     // The live projection's pairing, so a rebuilt point is the same point.
-    let pairs = with_previous(&turns, first);
+    let mut pairs = with_previous(&turns, first);
+    pairs.retain(|(_, e)| !forgotten.contains(&(tenant.clone(), e.point_id())));
     let mut written = 0;
     for chunk in pairs.chunks(BATCH) {
         written += index_episodes(log.cipher(), embedder, index, tenant, chunk)
