@@ -55,9 +55,14 @@ def _strip_optional(annotation: Any) -> Any:
 
 
 def _literal_values(annotation: Any) -> Optional[Set[Any]]:
+    """The values of ``Literal[...]``, also of an open ``Union[Literal[...], str]``."""
     annotation = _strip_optional(annotation)
     if typing.get_origin(annotation) is typing.Literal:
         return set(typing.get_args(annotation))
+    if typing.get_origin(annotation) is typing.Union:
+        literals = [a for a in typing.get_args(annotation) if typing.get_origin(a) is typing.Literal]
+        if len(literals) == 1:
+            return set(typing.get_args(literals[0]))
     return None
 
 
@@ -169,3 +174,14 @@ def test_the_check_itself_catches_drift() -> None:
 
     with pytest.raises(AssertionError, match="required-ness"):
         check_object("Producer", SCHEMAS["Producer"], Loosened, set())
+
+
+def test_an_event_type_the_spec_does_not_list_still_parses() -> None:
+    event = models.Event.model_validate(
+        {
+            "position": 7, "event_id": "e", "type": "BatchConsolidated", "schema_version": 1, "stream": "s",
+            "stream_version": 1, "subject": "u", "actor": "consolidator", "correlation_id": None,
+            "causation_id": None, "traceparent": None, "recorded_at": "2025-01-01T00:00:00Z", "payload": {},
+        }
+    )
+    assert event.type == "BatchConsolidated"

@@ -15,7 +15,7 @@ error code, which the client raises as :class:`mnemo_client.errors.MnemoError`.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Dict, List, Literal, Optional
+from typing import Any, Dict, List, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,6 +43,10 @@ EventType = Literal[
     "ErasureRequested",
     "SubjectErased",
 ]
+# The log grows new event types (the server already records
+# ``BatchConsolidated``, which the spec does not list): an unknown type is
+# kept as a plain string rather than failing the whole page.
+OpenEventType = Union[EventType, str]
 RelationKind = Literal["premise", "cause", "refines", "contradicts", "parallel"]
 ReviewAction = Literal["create", "supersede", "merge_into"]
 Decision = Literal["approve", "edit", "reject"]
@@ -168,7 +172,7 @@ class MemoryPage(ResponseModel):
 class HistoryEntry(ResponseModel):
     version: int
     event_id: str
-    event_type: EventType
+    event_type: OpenEventType
     actor: str
     recorded_at: datetime
     correlation_id: Optional[str]
@@ -442,7 +446,7 @@ class ErasureStatus(ResponseModel):
 class Event(ResponseModel):
     position: int
     event_id: str
-    type: EventType
+    type: OpenEventType
     schema_version: int
     stream: str
     stream_version: int
@@ -613,6 +617,7 @@ __all__ = [
     "SearchMode",
     "IncludeKind",
     "EventType",
+    "OpenEventType",
     "RelationKind",
     "ReviewAction",
     "Decision",
