@@ -52,7 +52,9 @@ def main() -> int:
             print(f"assistant> {turn.reply}")
             print(f"  (memories in the prompt: {recalled})", file=sys.stderr)
         if len(conversation) > 1:
-            mnemo.consolidate(subject, session=session)
+            # Whatever of the subject still waits is due anyway; asking for all
+            # of it keeps one request per chat.
+            mnemo.consolidate(subject)
             print(f"session {session} recorded; consolidation requested", file=sys.stderr)
     return 0
 

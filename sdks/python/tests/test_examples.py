@@ -62,6 +62,11 @@ def test_agent_loop(server: Server, tenant: str, subject: str, client: MnemoClie
     assert len({m.session for m in stored}) == 1
     requested = client.list_audit(subject=subject, type="ConsolidationRequested").events
     assert len(requested) == 1
+    # The request reached the consolidator, which recorded the chat's batch.
+    eventually(
+        lambda: client.list_audit(subject=subject, type="BatchConsolidated").events,
+        what="the chat's consolidation",
+    )
 
 
 def test_gdpr(server: Server, tenant: str, subject: str, client: MnemoClient, tmp_path: Path) -> None:
