@@ -21,8 +21,7 @@ class MockLLM:
     @property
     def base_url(self) -> str:
         assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://127.0.0.1:{self._server.server_port}/v1"
 
     def __enter__(self) -> "MockLLM":
         mock = self

@@ -48,8 +48,7 @@ class FaultProxy:
     @property
     def url(self) -> str:
         assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self._server.server_port}"
 
     def __enter__(self) -> "FaultProxy":
         proxy = self
@@ -73,7 +72,7 @@ class FaultProxy:
                                        {"Retry-After": action[4:]})
                 if action == FAIL:
                     return self._reply(503, {"error": {"code": "unavailable", "message": "injected by the test proxy"}})
-                conn = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=30)
+                conn = http.client.HTTPConnection(upstream.hostname or "127.0.0.1", upstream.port, timeout=30)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
                 conn.request(self.command, self.path, body=body or None, headers=headers)
                 answer = conn.getresponse()

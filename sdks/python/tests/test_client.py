@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any, List
 
 import pytest
 
@@ -24,7 +25,7 @@ def test_health_readiness_metrics_and_spec(client: MnemoClient) -> None:
 
 
 def test_post_messages_assigns_ids_and_is_idempotent(client: MnemoClient, subject: str) -> None:
-    messages = [
+    messages: List[Any] = [
         {"role": "user", "content": "I moved to Lyon last month"},
         models.MessageInput(role="assistant", content="Welcome to Lyon!", id="given-id-1"),
     ]

@@ -85,9 +85,9 @@ def test_semantically_invalid_input_is_unprocessable(client: MnemoClient, subjec
     with pytest.raises(Unprocessable) as caught:
         client.search(subject, "tea", k=1000)
     assert caught.value.code == "invalid_k"
-    with pytest.raises(BadRequest) as caught:
+    with pytest.raises(BadRequest) as bad:
         client.list_memories(subject, limit=0)
-    assert caught.value.code == "invalid_limit"
+    assert bad.value.code == "invalid_limit"
 
 
 def _response(status: int, body: bytes = b"", headers: dict = {}) -> httpx.Response:

@@ -8,7 +8,7 @@ pytest.importorskip("langchain_core")
 
 from langchain_core.documents import Document  # noqa: E402
 
-from mnemo_client import MnemoClient  # noqa: E402
+from mnemo_client import MnemoClient, models  # noqa: E402
 from mnemo_client.adapters.langchain import MnemoRetriever  # noqa: E402
 
 from .conftest import Server, eventually  # noqa: E402
@@ -56,7 +56,7 @@ async def test_retriever_async_and_options(server: Server, tenant: str, subject:
 
         async with server.async_client(tenant) as aclient:
             native = MnemoRetriever(client=client, async_client=aclient, subject=subject, include=["memories"],
-                                    filters={"kinds": ["preference"]})
+                                    filters=models.SearchFilters(kinds=["preference"]))
             docs = await native.ainvoke("called Sam in Lyon")
             assert [d.page_content for d in docs] == ["Prefers to be called Sam"]
 

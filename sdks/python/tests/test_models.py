@@ -144,7 +144,9 @@ def _request_schemas() -> Set[str]:
         for op in path.values():
             if isinstance(op, dict) and "requestBody" in op:
                 for media in op["requestBody"]["content"].values():
-                    names.add(_ref_name(media["schema"]))
+                    name = _ref_name(media["schema"])
+                    assert name is not None
+                    names.add(name)
     return names
 
 

@@ -195,7 +195,8 @@ class MnemoStore(BaseStore):
             elif isinstance(op, SearchOp):
                 results.append(self._search(op))
             elif isinstance(op, PutOp):
-                results.append(self._put(op))
+                self._put(op)
+                results.append(None)
             elif isinstance(op, ListNamespacesOp):
                 results.append(self._list_namespaces(op))
             else:
@@ -224,7 +225,7 @@ class MnemoStore(BaseStore):
                 self.client.delete_memory(existing.id)
             with self._lock:
                 self._ids.pop((subject, op.key), None)
-            return None
+            return
         content = json.dumps(dict(op.value), ensure_ascii=False, default=str)
         if existing is None:
             memory = self.client.create_memory(subject, content, self.kind, tags=encode_key(op.key), agent=self.agent)
@@ -232,7 +233,6 @@ class MnemoStore(BaseStore):
                 self._ids[(subject, op.key)] = memory.id
         elif existing.content != content:
             self.client.revise_memory(existing.id, content=content, expected_version=existing.version)
-        return None
 
     def _search(self, op: SearchOp) -> List[SearchItem]:
         namespace = tuple(op.namespace_prefix)
