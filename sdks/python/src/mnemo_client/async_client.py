@@ -16,7 +16,7 @@ from . import models as m
 from ._base import ClientBase
 from ._ops import Call, ContextMessageLike, CsvLike, FiltersLike, MessageLike
 from ._retry import RetryPolicy
-from .errors import MnemoError, TransportError, error_from_response
+from .errors import TransportError, error_from_response
 
 T = TypeVar("T")
 Id = Union[str, uuid.UUID]
