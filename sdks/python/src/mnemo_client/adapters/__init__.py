@@ -1,0 +1,1 @@
+"""Framework adapters: ``langgraph`` (a BaseStore), ``langchain`` (a BaseRetriever)."""
