@@ -57,7 +57,7 @@ for await (const line of lines) {
   const turn = await agentTurn({
     mnemo,
     subject,
-    messages: history.slice(-20),
+    messages: [history[0]!, ...history.slice(1).slice(-19)], // the system message and the last turns
     llm,
     session,
     agent: "agent-loop",

@@ -93,7 +93,7 @@ export function examples(): void {
           OPENAI_BASE_URL: model.baseUrl,
           OPENAI_MODEL: "mock-model",
         },
-        "What should I name my dog's new toy?\nThanks, see you!\n",
+        "What toy should I buy for my dog?\nThanks, see you!\n",
       );
       assert.equal(result.code, 0, result.stderr);
       assert.match(result.stdout, /assistant> Reply number 1\./);
@@ -111,7 +111,7 @@ export function examples(): void {
       assert.deepEqual(
         second.map((m) => [m.role, m.content]),
         [
-          ["user", "What should I name my dog's new toy?"],
+          ["user", "What toy should I buy for my dog?"],
           ["assistant", "Reply number 1."],
           ["user", "Thanks, see you!"],
         ],
@@ -121,7 +121,7 @@ export function examples(): void {
       assert.deepEqual(
         exported.messages.map((m) => [m.role, m.content, m.session]),
         [
-          ["user", "What should I name my dog's new toy?", "walk"],
+          ["user", "What toy should I buy for my dog?", "walk"],
           ["assistant", "Reply number 1.", "walk"],
           ["user", "Thanks, see you!", "walk"],
           ["assistant", "Reply number 2.", "walk"],

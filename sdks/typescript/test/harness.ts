@@ -219,6 +219,8 @@ export type Handler = (req: IncomingMessage, res: ServerResponse, body: Buffer) 
 /** A local HTTP server (in the port range) for stand-ins: failing proxies, a mock model. */
 export async function localServer(handler: Handler): Promise<{ url: string; close: () => Promise<void> }> {
   const server = createServer((req, res) => {
+    // No keep-alive: a later stand-in on the same port must not inherit the client's pooled sockets.
+    res.setHeader("Connection", "close");
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
