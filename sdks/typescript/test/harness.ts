@@ -3,12 +3,18 @@
  * embedder, temporary data dir), tokens minted with `mnemo token`, small
  * local HTTP servers for the failure and model stand-ins, and polling.
  *
+ * The server consolidates with a model: `mnemo dev llm`, the binary's
+ * deterministic OpenAI-compatible stand-in (every user message of at least
+ * 4 words becomes a fact; profiles are the first new memories), with
+ * `profile_every = 2`, so that profiles and the consolidation report have
+ * something to show.
+ *
  * `MNEMO_BIN` names the server binary (default
  * /var/tmp/mnemo-main-target/debug/mnemo). Every port used is in
  * 18100–18119 (`MNEMO_TEST_PORTS=FIRST-LAST` to change the range).
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -102,9 +108,89 @@ export interface TokenRequest {
   actor?: string;
 }
 
+/** A child process of the run, with the end of its output kept for diagnostics. */
+class Child {
+  log = "";
+  exited = false;
+  readonly process: ChildProcess;
+
+  constructor(args: string[], env: Record<string, string>) {
+    this.process = spawn(MNEMO_BIN, args, {
+      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? "warn", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const keep = (chunk: Buffer) => {
+      this.log = (this.log + chunk.toString()).slice(-64_000);
+    };
+    this.process.stdout?.on("data", keep);
+    this.process.stderr?.on("data", keep);
+    this.process.once("exit", () => {
+      this.exited = true;
+    });
+  }
+
+  /** Waits until `probe` says yes; false when the process exited first (e.g. its port was taken). */
+  async ready(probe: () => Promise<boolean>, timeoutMs = 120_000): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (this.exited) return false;
+      if (await probe().catch(() => false)) return true;
+      await sleep(100);
+    }
+    this.process.kill("SIGKILL");
+    throw new Error(`not ready within ${timeoutMs} ms:\n${this.log.slice(-4000)}`);
+  }
+
+  async stop(): Promise<void> {
+    const child = this.process;
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  killNow(): void {
+    if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill("SIGKILL");
+  }
+}
+
+/** Any HTTP answer at all from `url`. */
+async function answers(url: string): Promise<boolean> {
+  const response = await fetch(url);
+  await response.arrayBuffer();
+  return true;
+}
+
+/** A 200 from `url`. */
+async function answers200(url: string): Promise<boolean> {
+  const response = await fetch(url);
+  await response.arrayBuffer();
+  return response.status === 200;
+}
+
+/** Starts `make(port)` on the first free port of the range whose process gets ready. */
+async function startInRange(
+  what: string,
+  make: (port: number) => { child: Child; probe: () => Promise<boolean> },
+): Promise<{ child: Child; port: number }> {
+  let log = "";
+  for (const port of portRange()) {
+    if (taken.has(port) || !(await portIsFree(port))) continue;
+    taken.add(port);
+    const { child, probe } = make(port);
+    if (await child.ready(probe)) return { child, port };
+    log = child.log;
+    taken.delete(port);
+  }
+  throw new Error(`${what} did not start on any port of the range:\n${log.slice(-4000)}`);
+}
+
 export class MnemoServer {
-  private child: ChildProcess | undefined;
-  private log = "";
+  private server: Child | undefined;
+  private model: Child | undefined;
+  private ports: number[] = [];
   private dataDir = "";
   readonly tokens = new Map<string, string>();
   url = "";
@@ -115,49 +201,28 @@ export class MnemoServer {
       throw new Error(`no mnemo binary at ${MNEMO_BIN}: build it or set MNEMO_BIN`);
     }
     this.dataDir = mkdtempSync(join(tmpdir(), "mnemo-sdk-ts-"));
-    for (const port of portRange()) {
-      if (taken.has(port) || !(await portIsFree(port))) continue;
-      taken.add(port);
-      if (await this.tryStart(port)) return;
-      taken.delete(port);
-    }
-    throw new Error(`mnemo did not start on any port of the range:\n${this.log.slice(-4000)}`);
-  }
+    // Profiles after every 2 new memories (default 5).
+    writeFileSync(join(this.dataDir, "mnemo.toml"), "[consolidation.default]\nprofile_every = 2\n");
 
-  private async tryStart(port: number): Promise<boolean> {
-    this.log = "";
-    const child = spawn(MNEMO_BIN, ["serve", "--data-dir", this.dataDir, "--listen", `127.0.0.1:${port}`], {
-      env: { ...process.env, MNEMO_EMBEDDER: "lexical", RUST_LOG: process.env.RUST_LOG ?? "warn" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    const keep = (chunk: Buffer) => {
-      this.log = (this.log + chunk.toString()).slice(-64_000);
-    };
-    child.stdout?.on("data", keep);
-    child.stderr?.on("data", keep);
-    let exited = false;
-    child.once("exit", () => {
-      exited = true;
-    });
-    this.child = child;
-    const url = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 120_000;
-    while (Date.now() < deadline) {
-      if (exited) return false;
-      try {
-        const response = await fetch(`${url}/readyz`);
-        if (response.status === 200) {
-          this.url = url;
-          this.port = port;
-          return true;
-        }
-      } catch {
-        // not listening yet
-      }
-      await sleep(100);
-    }
-    child.kill("SIGKILL");
-    throw new Error(`mnemo did not get ready within 120 s:\n${this.log.slice(-4000)}`);
+    const model = await startInRange("mnemo dev llm", (port) => ({
+      child: new Child(["dev", "llm", "--port", String(port)], {}),
+      probe: () => answers(`http://127.0.0.1:${port}/`),
+    }));
+    this.model = model.child;
+    this.ports.push(model.port);
+
+    const server = await startInRange("mnemo serve", (port) => ({
+      child: new Child(["serve", "--data-dir", this.dataDir, "--listen", `127.0.0.1:${port}`], {
+        MNEMO_EMBEDDER: "lexical",
+        MNEMO_LLM_BASE_URL: `http://127.0.0.1:${model.port}/v1`,
+        MNEMO_LLM_MODEL: "mock",
+      }),
+      probe: () => answers200(`http://127.0.0.1:${port}/readyz`),
+    }));
+    this.server = server.child;
+    this.ports.push(server.port);
+    this.port = server.port;
+    this.url = `http://127.0.0.1:${server.port}`;
   }
 
   /** A token minted with `mnemo token` (cached per request). */
@@ -188,26 +253,23 @@ export class MnemoServer {
   }
 
   get recentLog(): string {
-    return this.log.slice(-4000);
+    return (this.server?.log ?? "").slice(-4000);
   }
 
   async stop(): Promise<void> {
-    const child = this.child;
-    this.child = undefined;
-    if (child && child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    if (this.port) taken.delete(this.port);
+    await this.server?.stop();
+    await this.model?.stop();
+    this.server = undefined;
+    this.model = undefined;
+    for (const port of this.ports) taken.delete(port);
+    this.ports = [];
     if (this.dataDir) rmSync(this.dataDir, { recursive: true, force: true });
   }
 
-  /** Kills the server at once (process exit hook). */
+  /** Kills the processes at once (process exit hook). */
   killNow(): void {
-    if (this.child && this.child.exitCode === null) this.child.kill("SIGKILL");
+    this.server?.killNow();
+    this.model?.killNow();
   }
 }
 

@@ -207,15 +207,49 @@ export function operations(): void {
     assert.ok(context.memories.length > 0);
   });
 
-  test("profile is a 404 for a subject without one", async () => {
+  test("profile: a 404 before consolidation, then the rolling summary; consolidationReport counts the model's calls", async () => {
     const client = await mnemo.client();
+    const subject = subjectId("profile");
     await assert.rejects(
-      client.profile(subjectId("profile")),
+      client.profile(subject),
       (error: unknown) => error instanceof MnemoNotFoundError && error.code === "profile_not_found",
     );
+    await client.postMessages(subject, [
+      { role: "user", content: "I work as a nurse at the city hospital." },
+      { role: "user", content: "I swim in the lake every Saturday morning." },
+    ]);
+    await client.consolidate(subject);
+    const profile = await eventually("the profile", async () => {
+      try {
+        return await client.profile(subject);
+      } catch (error) {
+        if (error instanceof MnemoNotFoundError) return undefined;
+        throw error;
+      }
+    });
+    assert.equal(profile.subject, subject);
+    assert.equal(profile.version, 1);
+    assert.match(profile.summary, /nurse/);
+    assert.match(profile.summary, /swim/);
+    assert.equal(profile.memory_ids.length, 2);
+    assert.equal(profile.producer?.strategy, "llm");
+    const memories = await eventually("the memories to be listed", async () => {
+      const page = await client.listMemories(subject);
+      return page.memories.length === 2 ? page.memories : undefined;
+    });
+    assert.deepEqual(
+      [...profile.memory_ids].sort(),
+      memories.map((m) => m.id).sort(),
+    );
+
+    const report = await client.consolidationReport({ days: 7 });
+    assert.equal(report.tenant, TENANT);
+    assert.equal(report.days, 7);
+    assert.ok((report.report.totals?.llm_calls ?? 0) >= 2, JSON.stringify(report.report.totals));
+    assert.ok((report.report.models?.["mock"] ?? 0) >= 1, JSON.stringify(report.report.models));
   });
 
-  test("listAudit shows the subject's events; consolidationReport answers for the tenant", async () => {
+  test("listAudit shows the subject's events, filtered by type", async () => {
     const client = await mnemo.client();
     const subject = subjectId("audit");
     await client.postMessages(subject, [{ role: "user", content: "I play chess on Sundays." }]);
@@ -237,10 +271,6 @@ export function operations(): void {
       onlyCreated.events.map((e) => e.type),
       ["MemoryCreated"],
     );
-
-    const report = await client.consolidationReport({ days: 7 });
-    assert.equal(report.tenant, TENANT);
-    assert.equal(report.days, 7);
   });
 
   test("exportSubject, eraseSubject, getErasure and waitForErasure", async () => {
