@@ -121,7 +121,9 @@ export async function agentTurn(options: AgentTurnOptions): Promise<AgentTurnRes
   const contextMessages = messages
     .filter((m) => m.role === "user" || m.role === "assistant")
     .map((m) => ({ role: m.role, content: contentText(m.content) }))
-    .filter((m) => m.content.trim() !== "");
+    .filter((m) => m.content.trim() !== "")
+    // The query is made of the last `last_n` (at most 50) turns: send no more than that.
+    .slice(-50);
   let context: ContextResponse | null = null;
   if (contextMessages.length > 0) {
     try {

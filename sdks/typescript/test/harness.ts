@@ -266,15 +266,22 @@ export class MnemoServer {
     if (this.dataDir) rmSync(this.dataDir, { recursive: true, force: true });
   }
 
-  /** Kills the processes at once (process exit hook). */
+  /** Kills the processes at once and removes the data dir (exit and signal hooks). */
   killNow(): void {
     this.server?.killNow();
     this.model?.killNow();
+    if (this.dataDir) rmSync(this.dataDir, { recursive: true, force: true });
   }
 }
 
 export const mnemo = new MnemoServer();
 process.once("exit", () => mnemo.killNow());
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    mnemo.killNow();
+    process.exit(130);
+  });
+}
 
 export type Handler = (req: IncomingMessage, res: ServerResponse, body: Buffer) => void | Promise<void>;
 
