@@ -382,3 +382,34 @@ async fn an_erasure_status_and_its_receipt_match_the_schema() {
         ["status.receipt.steps[0].undocumented is not in the schema"]
     );
 }
+
+/// Every event-type list of the document (the audit event's `type`, a
+/// history entry's `event_type`, the audit `type` filter) names exactly the
+/// types the log records, in the catalogue's order: an SDK generated from
+/// the document then knows every event it will read.
+#[test]
+fn the_documented_event_types_are_the_logs() {
+    let doc: serde_json::Value =
+        serde_json::from_str(include_str!("../../services/http/openapi.json")).unwrap();
+    let known: Vec<&str> = mnemo_domain::DomainEvent::TYPES.to_vec();
+    let schemas = &doc["components"]["schemas"];
+    for (schema, field) in [("Event", "type"), ("HistoryEntry", "event_type")] {
+        let listed: Vec<&str> = schemas[schema]["properties"][field]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{schema}.{field} has no enum"))
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(listed, known, "{schema}.{field}");
+    }
+    let filter = doc["paths"]["/v1/audit"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "type")
+        .expect("the audit type filter")["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(filter.contains(&known.join(", ")), "{filter}");
+}

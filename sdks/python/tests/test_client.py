@@ -148,11 +148,6 @@ def test_consolidation_of_one_session_is_requested(client: MnemoClient, subject:
     assert [(e.event_id, e.payload) for e in events] == [(accepted.event_id, {"session": "s1"})]
 
 
-@pytest.mark.xfail(
-    reason="server: the consolidator dead-letters a ConsolidationRequested that names a session "
-    "('undecodable ConsolidationRequested'), so nothing is consolidated",
-    strict=False,
-)
 def test_consolidation_of_one_session_makes_memories(client: MnemoClient, subject: str) -> None:
     client.post_messages(subject, [{"role": "user", "content": "I love green tea."}], session="s1")
     client.consolidate(subject, session="s1")

@@ -611,7 +611,7 @@ export interface components {
             /** Format: uuid */
             event_id: string;
             /** @enum {string} */
-            event_type: "MessageReceived" | "MemoryCreated" | "MemoryRevised" | "MemoryMerged" | "MemorySuperseded" | "MemoryReinforced" | "MemoryArchived" | "MemoryRestored" | "MemoryDeleted" | "RelationAdded" | "ReviewRequested" | "ReviewResolved" | "ProfileUpdated" | "ExportGenerated" | "ConsolidationRequested" | "ErasureRequested" | "SubjectErased";
+            event_type: "MessageReceived" | "MemoryCreated" | "MemoryRevised" | "MemoryMerged" | "MemorySuperseded" | "MemoryReinforced" | "MemoryArchived" | "MemoryRestored" | "MemoryDeleted" | "RelationAdded" | "ReviewRequested" | "ReviewResolved" | "ProfileUpdated" | "BatchConsolidated" | "ExportGenerated" | "ConsolidationRequested" | "ErasureRequested" | "SubjectErased" | "EpisodesForgotten";
             /** @description The `sub` of the token that made the change, or a service name. */
             actor: string;
             /** Format: date-time */
@@ -912,7 +912,7 @@ export interface components {
             /** Format: uuid */
             event_id: string;
             /** @enum {string} */
-            type: "MessageReceived" | "MemoryCreated" | "MemoryRevised" | "MemoryMerged" | "MemorySuperseded" | "MemoryReinforced" | "MemoryArchived" | "MemoryRestored" | "MemoryDeleted" | "RelationAdded" | "ReviewRequested" | "ReviewResolved" | "ProfileUpdated" | "ExportGenerated" | "ConsolidationRequested" | "ErasureRequested" | "SubjectErased";
+            type: "MessageReceived" | "MemoryCreated" | "MemoryRevised" | "MemoryMerged" | "MemorySuperseded" | "MemoryReinforced" | "MemoryArchived" | "MemoryRestored" | "MemoryDeleted" | "RelationAdded" | "ReviewRequested" | "ReviewResolved" | "ProfileUpdated" | "BatchConsolidated" | "ExportGenerated" | "ConsolidationRequested" | "ErasureRequested" | "SubjectErased" | "EpisodesForgotten";
             schema_version: number;
             /** @description `memory-{id}`, `conversation-{subject}`, `subject-{subject}` or `erasure-{id}`. */
             stream: string;
@@ -2374,7 +2374,7 @@ export interface operations {
                 /** @description Only events by this actor (the `sub` of the token that caused them, or a service name such as `mnemo-forgetter`). At most 256 characters, the longest a token's `sub` may be (400 `parameter_too_long`). */
                 actor?: string;
                 /**
-                 * @description Comma-separated event types (any of them): MessageReceived, MemoryCreated, MemoryRevised, MemoryMerged, MemorySuperseded, MemoryReinforced, MemoryArchived, MemoryRestored, MemoryDeleted, RelationAdded, ReviewRequested, ReviewResolved, ProfileUpdated, ExportGenerated, ConsolidationRequested, ErasureRequested, SubjectErased. Unknown type: 400 `invalid_type`. At most 1024 characters (400 `parameter_too_long`).
+                 * @description Comma-separated event types (any of them): MessageReceived, MemoryCreated, MemoryRevised, MemoryMerged, MemorySuperseded, MemoryReinforced, MemoryArchived, MemoryRestored, MemoryDeleted, RelationAdded, ReviewRequested, ReviewResolved, ProfileUpdated, BatchConsolidated, ExportGenerated, ConsolidationRequested, ErasureRequested, SubjectErased, EpisodesForgotten. Unknown type: 400 `invalid_type`. At most 1024 characters (400 `parameter_too_long`).
                  * @example MemoryRevised,MemoryDeleted
                  */
                 type?: string;

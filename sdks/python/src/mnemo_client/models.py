@@ -38,10 +38,12 @@ EventType = Literal[
     "ReviewRequested",
     "ReviewResolved",
     "ProfileUpdated",
+    "BatchConsolidated",
     "ExportGenerated",
     "ConsolidationRequested",
     "ErasureRequested",
     "SubjectErased",
+    "EpisodesForgotten",
 ]
 # The log grows new event types (the server already records
 # ``BatchConsolidated``, which the spec does not list): an unknown type is
