@@ -1,8 +1,9 @@
 //! The tools' arguments and their mapping to REST requests. Pure: no I/O,
 //! so every mapping is unit-tested. The argument types are what a model
-//! sees as the tools' input schemas (their doc comments are the field
-//! descriptions); their field names are the API's, so a body is mostly the
-//! arguments serialized, and the API's validation stays the only one.
+//! sees as the tools' input schemas: their doc comments are the field
+//! descriptions, one line each, since a client shows a line break as one.
+//! Their field names are the API's, so a body is mostly the arguments
+//! serialized, and the API's validation stays the only one.
 
 use mnemo_domain::{Classified, MemoryId, SubjectId};
 use reqwest::Method;
@@ -72,20 +73,15 @@ pub enum Mode {
 #[serde(deny_unknown_fields)]
 pub struct MessageArg {
     pub role: Role,
-    /// What was said; not blank. Personal data (e-mail addresses, phone
-    /// numbers, card numbers, ...) is scrubbed by the tenant's policy before
-    /// anything is stored.
+    /// What was said; not blank. Personal data (e-mail addresses, phone numbers, card numbers, ...) is scrubbed by the tenant's policy before anything is stored.
     pub content: String,
-    /// Your id for this message, unique for the subject (1 to 128
-    /// characters). Sending the same id again records nothing new, so a
-    /// retry is safe. When absent, the tool makes one and returns it.
+    /// Your id for this message, unique for the subject (1 to 128 characters). Sending the same id again records nothing new, so a retry is safe. When absent, the tool makes one and returns it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// When it was said, RFC 3339 (e.g. `2025-05-08T13:56:00Z`). Default: now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
-    /// The conversation (session) it belongs to: letters, digits and
-    /// `. _ : -`. A session's messages are consolidated together.
+    /// The conversation (session) it belongs to: letters, digits and `. _ : -`. A session's messages are consolidated together.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
     /// The agent taking part (same rules as a session id).
@@ -97,8 +93,7 @@ pub struct MessageArg {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryArg {
-    /// The memory, as one self-contained statement about the user, e.g.
-    /// `Prefers green tea over coffee`.
+    /// The memory, as one self-contained statement about the user, e.g. `Prefers green tea over coffee`.
     pub content: String,
     pub kind: Kind,
     /// Up to 20 short labels (letters, digits, spaces, `- _ . :`), e.g. `drinks`.
@@ -116,8 +111,7 @@ pub struct MemoryArg {
     /// The agent writing it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
-    /// Ids of messages already recorded for this subject that it comes from
-    /// (its provenance).
+    /// Ids of messages already recorded for this subject that it comes from (its provenance).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<String>,
 }
@@ -161,12 +155,10 @@ const SUBJECT: &str = "The subject: the person the conversation is with, as the 
 pub struct RememberArgs {
     #[schemars(description = SUBJECT)]
     pub subject: String,
-    /// The new messages of the conversation, oldest first (1 to 100 per
-    /// call). Give either `messages` or `memory`.
+    /// The new messages of the conversation, oldest first (1 to 100 per call). Give either `messages` or `memory`.
     #[serde(default)]
     pub messages: Vec<MessageArg>,
-    /// Instead of messages: one memory to write directly, when you know a
-    /// durable fact, preference, decision or rule worth keeping as is.
+    /// Instead of messages: one memory to write directly, when you know a durable fact, preference, decision or rule worth keeping as is.
     pub memory: Option<MemoryArg>,
 }
 
@@ -175,13 +167,11 @@ pub struct RememberArgs {
 pub struct RecallArgs {
     #[schemars(description = SUBJECT)]
     pub subject: String,
-    /// What you want to know, in natural language (e.g. `what does she
-    /// drink in the morning?`).
+    /// What you want to know, in natural language (e.g. `what does she drink in the morning?`).
     pub query: String,
     /// How many results at most, 1 to 100. Default 10.
     pub k: Option<u32>,
-    /// What to search: `memories`, `episodes` (past messages as said), or
-    /// both (the default).
+    /// What to search: `memories`, `episodes` (past messages as said), or both (the default).
     pub include: Option<Vec<Include>>,
     /// `hybrid` (default), `semantic` or `keyword`.
     pub mode: Option<Mode>,
@@ -201,8 +191,7 @@ pub struct ContextMessageArg {
 pub struct GetContextArgs {
     #[schemars(description = SUBJECT)]
     pub subject: String,
-    /// The conversation so far, oldest first; its last user and assistant
-    /// turns make the query. Give either `messages` or `query`.
+    /// The conversation so far, oldest first; its last user and assistant turns make the query. Give either `messages` or `query`.
     #[serde(default)]
     pub messages: Vec<ContextMessageArg>,
     /// Instead of messages: what to find memories about.
@@ -250,8 +239,7 @@ pub struct MemoryIdArgs {
 pub struct ForgetMemoryArgs {
     /// The memory's id (a UUID, as `recall` or `list_memories` return it).
     pub id: String,
-    /// Why it is forgotten (e.g. `the user asked to forget this`); kept in
-    /// the memory's history.
+    /// Why it is forgotten (e.g. `the user asked to forget this`); kept in the memory's history.
     pub reason: Option<String>,
 }
 

@@ -41,6 +41,49 @@ about them. After each turn, call remember with the new messages (the user's and
 session id per conversation): mnemo turns conversations into memories by itself. Use recall to \
 look up something specific, and forget_memory when the user asks you to forget something.";
 
+// What each tool is for and when to call it: the model that picks among
+// the tools reads these, one line each as clients show them.
+
+const REMEMBER: &str = "Record what was said in a conversation with a person (the subject), so \
+that mnemo remembers it. Call it after each turn with the new messages: the user's and your \
+reply, with one session id per conversation. mnemo turns conversations into memories by itself, \
+in the background, and every message can be found by `recall` moments later. With `memory` \
+instead of `messages`, write one memory directly: for something durable the user stated that is \
+worth keeping as is (a preference, fact, decision or rule). Returns what was recorded, with the \
+message ids (a message sent again with the same id is not recorded twice).";
+
+const RECALL: &str = "Search what mnemo remembers about a person: their memories (facts, \
+preferences, decisions, rules) and what was said in past conversations (episodes), best first, \
+each with its score and where it came from. Use it to look up something specific about the user \
+(e.g. \"where does she live?\"), or to find a memory's id before `forget_memory` or \
+`memory_history`. For the background to answer with, prefer `get_context`.";
+
+const GET_CONTEXT: &str = "Get the memory block for your next answer: what mnemo remembers about \
+the person that bears on the conversation so far, as text ready to use, within a token budget. \
+Call it before answering each user message, with the conversation so far (or a query), and treat \
+the text as background knowledge about the user. The structured result also lists the memories \
+and episodes the block used.";
+
+const LIST_MEMORIES: &str = "List the memories mnemo holds about a person, newest first, one \
+page at a time (pass `next_cursor` back as `cursor` for the next page), optionally by kind, tag \
+and state. Use it to review what is known; to find something specific, use `recall`. The list \
+trails writes by a moment.";
+
+const MEMORY_HISTORY: &str = "Show every version of one memory, oldest first: what changed, \
+when, by whom, why, and the messages it came from. Use it to explain why mnemo believes \
+something, or how a memory changed.";
+
+const FORGET_MEMORY: &str = "Forget one memory: mark it deleted, with the reason, so that it is \
+no longer recalled or put into context. Use it when the user asks you to forget something or a \
+memory is wrong; find its id with `recall` or `list_memories` first. Its history keeps the \
+record of what happened; erasing everything about a person is an administrator's request to the \
+API, not this tool.";
+
+const EXPORT_SUBJECT: &str = "For administrators: export everything mnemo holds about a person \
+(their messages, every memory with its full history, the receipts of erasures), as the GDPR \
+right of access requires. The token needs the `gdpr:export` scope, and each export is recorded \
+in the audit log. Not for answering questions: use `get_context` or `recall`.";
+
 #[derive(Clone)]
 pub struct MnemoTools {
     api: ApiClient,
@@ -107,17 +150,7 @@ impl MnemoTools {
 
 #[tool_router]
 impl MnemoTools {
-    /// Record what was said in a conversation with a person (the subject),
-    /// so that mnemo remembers it. Call it after each turn with the new
-    /// messages: the user's and your reply, with one session id per
-    /// conversation. mnemo turns conversations into memories by itself, in
-    /// the background, and every message can be found by `recall` moments
-    /// later. With `memory` instead of `messages`, write one memory
-    /// directly: for something durable the user stated that is worth
-    /// keeping as is (a preference, fact, decision or rule). Returns what
-    /// was recorded, with the message ids (a message sent again with the
-    /// same id is not recorded twice).
-    #[tool(annotations(
+    #[tool(description = REMEMBER, annotations(
         title = "Remember",
         read_only_hint = false,
         destructive_hint = false,
@@ -132,14 +165,11 @@ impl MnemoTools {
         self.call(&extensions, request).await
     }
 
-    /// Search what mnemo remembers about a person: their memories (facts,
-    /// preferences, decisions, rules) and what was said in past
-    /// conversations (episodes), best first, each with its score and where
-    /// it came from. Use it to look up something specific about the user
-    /// (e.g. "where does she live?"), or to find a memory's id before
-    /// `forget_memory` or `memory_history`. For the background to answer
-    /// with, prefer `get_context`.
-    #[tool(annotations(title = "Recall", read_only_hint = true, open_world_hint = false))]
+    #[tool(description = RECALL, annotations(
+        title = "Recall",
+        read_only_hint = true,
+        open_world_hint = false
+    ))]
     async fn recall(
         &self,
         Parameters(args): Parameters<RecallArgs>,
@@ -148,13 +178,11 @@ impl MnemoTools {
         self.call(&extensions, requests::recall(args)).await
     }
 
-    /// Get the memory block for your next answer: what mnemo remembers
-    /// about the person that bears on the conversation so far, as text
-    /// ready to use, within a token budget. Call it before answering each
-    /// user message, with the conversation so far (or a query), and treat
-    /// the text as background knowledge about the user. The structured
-    /// result also lists the memories and episodes the block used.
-    #[tool(annotations(title = "Get context", read_only_hint = true, open_world_hint = false))]
+    #[tool(description = GET_CONTEXT, annotations(
+        title = "Get context",
+        read_only_hint = true,
+        open_world_hint = false
+    ))]
     async fn get_context(
         &self,
         Parameters(args): Parameters<GetContextArgs>,
@@ -164,12 +192,7 @@ impl MnemoTools {
         block_as_text(result)
     }
 
-    /// List the memories mnemo holds about a person, newest first, one page
-    /// at a time (pass `next_cursor` back as `cursor` for the next page),
-    /// optionally by kind, tag and state. Use it to review what is known;
-    /// to find something specific, use `recall`. The list trails writes by
-    /// a moment.
-    #[tool(annotations(
+    #[tool(description = LIST_MEMORIES, annotations(
         title = "List memories",
         read_only_hint = true,
         open_world_hint = false
@@ -182,10 +205,7 @@ impl MnemoTools {
         self.call(&extensions, requests::list_memories(args)).await
     }
 
-    /// Show every version of one memory, oldest first: what changed, when,
-    /// by whom, why, and the messages it came from. Use it to explain why
-    /// mnemo believes something, or how a memory changed.
-    #[tool(annotations(
+    #[tool(description = MEMORY_HISTORY, annotations(
         title = "Memory history",
         read_only_hint = true,
         open_world_hint = false
@@ -198,13 +218,7 @@ impl MnemoTools {
         self.call(&extensions, requests::memory_history(args)).await
     }
 
-    /// Forget one memory: mark it deleted, with the reason, so that it is
-    /// no longer recalled or put into context. Use it when the user asks
-    /// you to forget something or a memory is wrong; find its id with
-    /// `recall` or `list_memories` first. Its history keeps the record of
-    /// what happened; erasing everything about a person is an
-    /// administrator's request to the API, not this tool.
-    #[tool(annotations(
+    #[tool(description = FORGET_MEMORY, annotations(
         title = "Forget a memory",
         read_only_hint = false,
         destructive_hint = true,
@@ -219,12 +233,7 @@ impl MnemoTools {
         self.call(&extensions, requests::forget_memory(args)).await
     }
 
-    /// For administrators: export everything mnemo holds about a person
-    /// (their messages, every memory with its full history, the receipts of
-    /// erasures), as the GDPR right of access requires. The token needs the
-    /// `gdpr:export` scope, and each export is recorded in the audit log.
-    /// Not for answering questions: use `get_context` or `recall`.
-    #[tool(annotations(
+    #[tool(description = EXPORT_SUBJECT, annotations(
         title = "Export a subject",
         read_only_hint = true,
         open_world_hint = false
@@ -302,9 +311,38 @@ mod tests {
             assert!(description.len() > 80, "{}: {description}", tool.name);
             assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
         }
+        // A client shows a line break as one: every description is one line.
+        for tool in &listed {
+            let mut texts = vec![Value::from(tool.description.as_deref().unwrap_or_default())];
+            collect_descriptions(&Value::Object((*tool.input_schema).clone()), &mut texts);
+            for text in texts {
+                assert!(
+                    !text.as_str().unwrap().contains('\n'),
+                    "{}: {text}",
+                    tool.name
+                );
+            }
+        }
         let recall = listed.iter().find(|tool| tool.name == "recall").unwrap();
         let required = recall.input_schema["required"].as_array().unwrap();
         assert!(required.contains(&json!("subject")) && required.contains(&json!("query")));
+    }
+
+    fn collect_descriptions(schema: &Value, into: &mut Vec<Value>) {
+        match schema {
+            Value::Object(fields) => {
+                for (name, value) in fields {
+                    match (name.as_str(), value) {
+                        ("description", Value::String(_)) => into.push(value.clone()),
+                        _ => collect_descriptions(value, into),
+                    }
+                }
+            }
+            Value::Array(items) => items
+                .iter()
+                .for_each(|item| collect_descriptions(item, into)),
+            _ => {}
+        }
     }
 
     #[test]
