@@ -375,6 +375,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Mcp { url } => {
             let _telemetry = mnemo_telemetry::init(&TelemetryConfig {
                 service_name: "mnemo-mcp".to_owned(),
+                // A client keeps a stdio server's stderr as its log: the
+                // SDK's line per message would drown what matters.
+                log_filter: "warn,mnemo_mcp=info".to_owned(),
                 ..TelemetryConfig::default()
             })
             .context("cannot set up telemetry")?;
