@@ -275,6 +275,89 @@ mod tests {
         assert_eq!(structured(&result)["status"], 204);
     }
 
+    /// A server that reads each request and hangs up on the first `drop`
+    /// of them without answering, then answers 202; it reports how many
+    /// requests it read.
+    async fn hanging_up_server(drop: usize) -> (String, tokio::task::JoinHandle<usize>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let served = tokio::spawn(async move {
+            let mut requests = 0;
+            loop {
+                let accepted =
+                    tokio::time::timeout(Duration::from_millis(500), listener.accept()).await;
+                let Ok(Ok((mut socket, _))) = accepted else {
+                    return requests;
+                };
+                // Headers, then as many body bytes as they announce.
+                let mut seen = Vec::new();
+                let mut buffer = [0u8; 4096];
+                let complete = |seen: &[u8]| {
+                    let text = String::from_utf8_lossy(seen);
+                    let Some((head, body)) = text.split_once("\r\n\r\n") else {
+                        return false;
+                    };
+                    let length = head
+                        .lines()
+                        .find_map(|line| {
+                            line.to_lowercase()
+                                .strip_prefix("content-length: ")
+                                .map(str::to_owned)
+                        })
+                        .map_or(0, |n| n.trim().parse::<usize>().unwrap());
+                    body.len() >= length
+                };
+                while !complete(&seen) {
+                    let read = socket.read(&mut buffer).await.unwrap();
+                    assert!(read > 0, "the client hung up first");
+                    seen.extend_from_slice(&buffer[..read]);
+                }
+                requests += 1;
+                if requests > drop {
+                    let body = br#"{"accepted":1}"#;
+                    let head = format!(
+                        "HTTP/1.1 202 Accepted\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    socket.write_all(head.as_bytes()).await.unwrap();
+                    socket.write_all(body).await.unwrap();
+                }
+            }
+        });
+        (url, served)
+    }
+
+    #[tokio::test]
+    async fn an_idempotent_call_whose_answer_was_lost_is_sent_once_more() {
+        let (url, served) = hanging_up_server(1).await;
+        let api = ApiClient::new(&url).unwrap();
+        let token = SecretString::from("token");
+        let request = ApiRequest {
+            idempotent: true,
+            ..ApiRequest::post(
+                "/v1/subjects/u/messages".to_owned(),
+                json!({"messages": []}),
+            )
+        };
+        let response = api.send(&token, &request).await.unwrap();
+        assert_eq!(response.status, 202);
+        assert_eq!(served.await.unwrap(), 2);
+    }
+
+    #[tokio::test]
+    async fn any_other_call_is_sent_once_and_reported_unreachable() {
+        let (url, served) = hanging_up_server(1).await;
+        let api = ApiClient::new(&url).unwrap();
+        let token = SecretString::from("token");
+        let request = ApiRequest::post("/v1/subjects/u/memories".to_owned(), json!({}));
+        let error = api.send(&token, &request).await.unwrap_err();
+        assert_eq!(served.await.unwrap(), 1, "a second memory would be written");
+        let result = unreachable(api.base_url(), &error);
+        assert_eq!(result.is_error, Some(true));
+        assert_eq!(structured(&result)["error"]["code"], "mnemo_unreachable");
+    }
+
     #[test]
     fn the_base_url_must_be_an_http_root() {
         assert!(ApiClient::new("http://127.0.0.1:8080").is_ok());
