@@ -20,8 +20,9 @@ pub struct ApiRequest {
     pub path: String,
     pub query: Vec<(&'static str, String)>,
     pub body: Option<Value>,
-    /// Safe to send again after an answer was lost: the body carries ids the
-    /// API deduplicates on.
+    /// Safe to send again after an answer was lost: a read, a delete (the
+    /// API deletes a memory once), or messages whose ids the API
+    /// deduplicates on.
     pub idempotent: bool,
 }
 
@@ -94,8 +95,10 @@ impl ApiClient {
     }
 
     /// Sends the request with the caller's token. An idempotent request is
-    /// sent a second time when the first got no answer at all (the
-    /// connection broke), since the API may have acted on it.
+    /// sent once more when the first got no answer (the connection broke):
+    /// whether or not the API acted on it, acting twice changes nothing. A
+    /// timeout is not retried: it would only give a slow server a second
+    /// minute.
     pub async fn send(
         &self,
         token: &SecretString,

@@ -47,8 +47,11 @@ impl McpEndpoint {
             // (a page in a browser has none), and the list would refuse
             // every name the server is reached by but localhost.
             .disable_allowed_hosts();
+        // Built once; each request gets a copy (the tools hold no state of
+        // their own, only the client and the router).
+        let tools = MnemoTools::per_request(api);
         let service = StreamableHttpService::new(
-            move || Ok(MnemoTools::per_request(api.clone())),
+            move || Ok(tools.clone()),
             Arc::new(NeverSessionManager::default()),
             config,
         );

@@ -42,7 +42,7 @@ session id per conversation): mnemo turns conversations into memories by itself.
 look up something specific, and forget_memory when the user asks you to forget something.";
 
 // What each tool is for and when to call it: the model that picks among
-// the tools reads these, one line each as clients show them.
+// the tools reads these. One line each: a client shows a line break as one.
 
 const REMEMBER: &str = "Record what was said in a conversation with a person (the subject), so \
 that mnemo remembers it. Call it after each turn with the new messages: the user's and your \
