@@ -10,6 +10,7 @@ mod injection;
 mod jwt;
 mod limits;
 mod llm;
+mod mcp;
 mod memories;
 mod messages;
 mod openapi;

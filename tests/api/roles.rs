@@ -52,6 +52,15 @@ async fn each_role_serves_its_own_routes_and_the_health_endpoints() {
         if !writes {
             assert_eq!(status, 404, "{roles:?}");
         }
+        // The MCP tools call writes and reads alike: only a process serving
+        // both has /mcp.
+        let mcp = client
+            .post(format!("{base}/mcp"))
+            .bearer_auth(&token)
+            .header("accept", "application/json, text/event-stream")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
+        let status = status_of(mcp).await;
+        assert_eq!(status, 404, "{roles:?}: POST /mcp → {status}");
         let list = client
             .get(format!("{base}/v1/subjects/ana/memories"))
             .bearer_auth(&token);

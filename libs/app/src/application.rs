@@ -2,7 +2,7 @@
 //! the HTTP listener bound (port 0 in tests), and `run`, which serves HTTP
 //! beside the relay and the consumers until one of them stops.
 
-use std::net::TcpListener;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,6 +50,7 @@ pub fn routes() -> Vec<(&'static str, &'static str)> {
     routes.extend_from_slice(health::ROUTES);
     routes.extend_from_slice(mnemo_ingest::ROUTES);
     routes.extend_from_slice(mnemo_retriever::ROUTES);
+    routes.extend_from_slice(mnemo_mcp::ROUTES);
     routes
 }
 
@@ -506,8 +507,20 @@ fn serve_http(
     let verifier = web::Data::new(Arc::new(build_verifier(settings)?));
     let listener = TcpListener::bind(settings.listen)
         .with_context(|| format!("cannot listen on {}", settings.listen))?;
-    let port = listener.local_addr()?.port();
+    let address = listener.local_addr()?;
+    let port = address.port();
     let max_body = settings.limits.max_body_bytes;
+    // The MCP tools call the REST API, so /mcp is served only where both
+    // halves of it are (the embedded server), over this server's own
+    // address: a tool call is then an ordinary API request.
+    let mcp = match (&api.ingest, &api.retriever) {
+        (Some(_), Some(_)) => {
+            let own_api = mnemo_mcp::ApiClient::new(&loopback_url(address))
+                .context("cannot set up the MCP endpoint")?;
+            Some(mnemo_mcp::McpEndpoint::new(own_api, max_body))
+        }
+        _ => None,
+    };
     let metrics = web::Data::new(metrics);
     let health = health::configure(health);
     let server = HttpServer::new(move || {
@@ -526,6 +539,9 @@ fn serve_http(
                 if let Some(retriever) = &api.retriever {
                     mnemo_retriever::configure(retriever.clone())(cfg);
                 }
+                if let Some(mcp) = &mcp {
+                    mnemo_mcp::configure(mcp.clone())(cfg);
+                }
             })
             .configure(mnemo_http::openapi::configure)
             .configure(health.clone())
@@ -538,6 +554,17 @@ fn serve_http(
     Ok((server, port))
 }
 
+/// Where this server reaches itself: its bound address, or loopback when
+/// it listens on every interface.
+fn loopback_url(address: SocketAddr) -> String {
+    let ip = match address.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    format!("http://{}", SocketAddr::new(ip, address.port()))
+}
+
 /// A background part's future, reporting how it stopped.
 async fn named<T: std::fmt::Debug>(
     name: &'static str,
@@ -545,4 +572,22 @@ async fn named<T: std::fmt::Debug>(
 ) -> String {
     let result = part.await;
     format!("{name} stopped: {result:?}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_server_reaches_itself_on_loopback_when_bound_to_every_interface() {
+        let cases = [
+            ("0.0.0.0:8080", "http://127.0.0.1:8080"),
+            ("[::]:8080", "http://[::1]:8080"),
+            ("127.0.0.1:18200", "http://127.0.0.1:18200"),
+            ("10.1.2.3:80", "http://10.1.2.3:80"),
+        ];
+        for (bound, url) in cases {
+            assert_eq!(loopback_url(bound.parse().unwrap()), url, "{bound}");
+        }
+    }
 }

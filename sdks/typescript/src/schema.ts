@@ -436,6 +436,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * MCP server-sent event stream (not offered)
+         * @description Streamable HTTP lets a server offer a stream of server-initiated messages on GET; this endpoint is stateless and sends none, so GET answers 405 `stream_not_offered` with `Allow: POST`, as the transport specifies. MCP clients take that as "no stream" and carry on with POSTs. No authentication.
+         */
+        get: operations["mcpStream"];
+        put?: never;
+        /**
+         * MCP (Model Context Protocol) endpoint
+         * @description MCP's Streamable HTTP transport, for agents and MCP clients (Claude, Cursor, the MCP SDKs). Stateless: each POST carries one JSON-RPC 2.0 message of MCP (`initialize` or `server/discover`, `tools/list`, `tools/call`, `ping`, notifications; its schema is the protocol's, e.g. `{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "recall", "arguments": {"subject": "user-8f3a2c", "query": "what does she drink?"}}}`) with `Content-Type: application/json` and `Accept: application/json, text/event-stream`; a request is answered with its JSON-RPC response as `application/json`, a notification with 202 and no body. No MCP session is created (no `Mcp-Session-Id`), so any process serving the API can answer any request. Protocol versions and the MCP headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) are checked by the rmcp SDK. The tools are `remember` (post conversation messages, or write one memory), `recall` (search), `get_context` (the memory block for the next answer), `list_memories`, `memory_history`, `forget_memory` and `export_subject`; each is one call of this API, made over loopback with this request's bearer token, so the tenant, the subject binding and the scopes apply exactly as on the REST API (e.g. `remember` needs `memories:write`, `export_subject` needs `gdpr:export`). What the API refuses is a successful JSON-RPC answer whose tool result has `isError: true` and the API's error body with its HTTP status as structured content, e.g. `{"error": {"code": "insufficient_scope", "message": "..."}, "status": 403}`; arguments that do not fit the tool's input schema are a tool error too, and a JSON-RPC error is left for what MCP itself cannot route (an unknown tool or method). The endpoint itself needs a valid token and no particular scope: the token is verified first, and a missing or invalid one answers 401 with the JSON error body before the body is read. Served by a process that runs both ingest and the retriever (`mnemo serve`). Over stdio, `mnemo mcp` serves the same tools (see docs/mcp.md).
+         */
+        post: operations["mcp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2755,6 +2779,98 @@ export interface operations {
             500: components["responses"]["InternalError"];
             /** @description `unavailable`: the event store is unavailable; retry later. */
             503: components["responses"]["Unavailable"];
+        };
+    };
+    mcpStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `stream_not_offered`: POST JSON-RPC messages instead. */
+            405: {
+                headers: {
+                    /** @description `POST`. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The JSON-RPC response to the request (a tool refused by the API is a result with `isError: true`, not an HTTP error). `text/event-stream` only when the server sends a notification before the response. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "jsonrpc": "2.0",
+                     *       "id": 3,
+                     *       "result": {
+                     *         "content": [
+                     *           {
+                     *             "type": "text",
+                     *             "text": "{\"error\":{\"code\":\"insufficient_scope\",\"message\":\"the token lacks the `memories:write` scope\"},\"status\":403}"
+                     *           }
+                     *         ],
+                     *         "structuredContent": {
+                     *           "error": {
+                     *             "code": "insufficient_scope",
+                     *             "message": "the token lacks the `memories:write` scope"
+                     *           },
+                     *           "status": 403
+                     *         },
+                     *         "isError": true
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @constant */
+                        jsonrpc: "2.0";
+                        id?: string | number | null;
+                        result?: Record<string, never>;
+                        error?: Record<string, never>;
+                    };
+                    "text/event-stream": string;
+                };
+            };
+            /** @description A notification or a response was accepted; no body. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An MCP header (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) is unsupported or contradicts the message, or the message is a JSON-RPC response the stateless server cannot take: a JSON-RPC error body when the message could be read, else the JSON error body. */
+            400: components["responses"]["BadRequest"];
+            /** @description The bearer token is missing or invalid: `missing_token`, `malformed_token`, `invalid_signature`, `algorithm_not_allowed`, `unknown_key`, `token_expired`, `token_not_yet_valid`, `wrong_audience`, `wrong_issuer`, `invalid_claims`. Checked before any MCP processing. */
+            401: components["responses"]["Unauthorized"];
+            /** @description A JSON-RPC `method not found` error for a request negotiated at protocol version 2026-07-28 (as that version requires), with the JSON-RPC error body. */
+            404: components["responses"]["NotFound"];
+            /** @description `not_acceptable`: `Accept` does not name both `application/json` and `text/event-stream`. */
+            406: components["responses"]["BadRequest"];
+            /** @description `payload_too_large`: the body is over the request limit (default 1 MiB). */
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description `unsupported_media_type`: the body is not sent as `application/json`, or is not one JSON-RPC message. */
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `internal_error`: an unexpected server-side failure. */
+            500: components["responses"]["InternalError"];
         };
     };
 }

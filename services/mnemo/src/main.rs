@@ -14,7 +14,7 @@ use mnemo_auth::{MintRequest, Minter, Scope};
 use mnemo_config::{Overrides, Settings};
 use mnemo_domain::{SubjectId, TenantId};
 use mnemo_telemetry::TelemetryConfig;
-use secrecy::ExposeSecret;
+use secrecy::{ExposeSecret, SecretString};
 
 #[derive(Parser)]
 #[command(name = "mnemo", version, about = "Long-term memory for LLM agents")]
@@ -116,6 +116,16 @@ enum Command {
     Dev {
         #[command(subcommand)]
         what: DevCommand,
+    },
+    /// Serve mnemo's tools to an MCP client over stdio (Claude Desktop,
+    /// Claude Code, Cursor, ...; the client starts this command). Every tool
+    /// calls the mnemo server at --url with the token in MNEMO_TOKEN
+    /// (required), so that token's tenant, subject and scopes apply. stdout
+    /// carries the protocol; logs go to stderr. See docs/mcp.md.
+    Mcp {
+        /// The mnemo server's base URL.
+        #[arg(long, env = "MNEMO_URL", default_value = "http://127.0.0.1:8080")]
+        url: String,
     },
     /// Create or upgrade the database schema (SQLite in the data dir, or
     /// PostgreSQL as MNEMO_DATABASE_OWNER_URL when MNEMO_DATABASE_URL is set), then exit.
@@ -362,6 +372,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Dev {
             what: DevCommand::Llm { port },
         } => runtime.block_on(mnemo_lab::dev_llm::run(port)),
+        Command::Mcp { url } => {
+            let _telemetry = mnemo_telemetry::init(&TelemetryConfig {
+                service_name: "mnemo-mcp".to_owned(),
+                // A client keeps a stdio server's stderr as its log: the
+                // SDK's line per message would drown what matters.
+                log_filter: "warn,mnemo_mcp=info".to_owned(),
+                ..TelemetryConfig::default()
+            })
+            .context("cannot set up telemetry")?;
+            let api = mnemo_mcp::ApiClient::new(&url)?;
+            runtime.block_on(mnemo_mcp::serve_stdio(api, mcp_token()?))?;
+            Ok(())
+        }
         Command::Migrate { data_dir } => {
             let settings = settings(&config, data_dir, None)?;
             let _telemetry = init_telemetry(&settings)?;
@@ -402,6 +425,19 @@ fn mint_token(
             .context("invalid --subject")?,
         ttl: Duration::from_secs(ttl_seconds),
     })?)
+}
+
+/// The token `mnemo mcp` calls the API with. Only from the environment
+/// (the client's config sets it), so it stays out of process listings and
+/// shell history.
+fn mcp_token() -> anyhow::Result<SecretString> {
+    match std::env::var("MNEMO_TOKEN") {
+        Ok(token) if !token.trim().is_empty() => Ok(SecretString::from(token.trim().to_owned())),
+        _ => anyhow::bail!(
+            "MNEMO_TOKEN is not set: set it to a mnemo token for the tenant, e.g. \
+             the output of `mnemo token --tenant acme --scope memories:read memories:write`"
+        ),
+    }
 }
 
 async fn bench(what: BenchCommand) -> anyhow::Result<()> {

@@ -14,7 +14,7 @@ fn help_lists_the_product_commands_and_the_lab_tools() {
     assert!(output.status.success());
     let help = String::from_utf8(output.stdout).unwrap();
     for command in [
-        "serve", "token", "migrate", "forget", "reindex", "eval", "bench", "dev",
+        "serve", "mcp", "token", "migrate", "forget", "reindex", "eval", "bench", "dev",
     ] {
         assert!(
             help.lines()
@@ -67,4 +67,38 @@ fn an_unknown_scope_is_refused_with_the_known_ones() {
     let error = String::from_utf8(output.stderr).unwrap();
     assert!(error.contains("unknown scope everything"), "{error}");
     assert!(error.contains("memories:read"), "{error}");
+}
+
+#[test]
+fn mcp_without_a_token_says_how_to_get_one_and_writes_nothing_on_stdout() {
+    for token in [None, Some("  ")] {
+        let mut command = mnemo();
+        command.arg("mcp").env_remove("MNEMO_TOKEN");
+        if let Some(token) = token {
+            command.env("MNEMO_TOKEN", token);
+        }
+        let output = command.output().unwrap();
+        assert!(!output.status.success());
+        // stdout is the protocol's: an error there would be read as a message.
+        assert!(output.stdout.is_empty(), "{output:?}");
+        let error = String::from_utf8(output.stderr).unwrap();
+        assert!(error.contains("MNEMO_TOKEN is not set"), "{error}");
+        assert!(error.contains("mnemo token --tenant"), "{error}");
+    }
+}
+
+#[test]
+fn mcp_refuses_a_url_that_is_not_an_http_root() {
+    let output = mnemo()
+        .args(["mcp", "--url", "localhost:8080"])
+        .env("MNEMO_TOKEN", "a.b.c")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty(), "{output:?}");
+    let error = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        error.contains("invalid mnemo URL localhost:8080"),
+        "{error}"
+    );
 }
