@@ -92,20 +92,23 @@ fn line_text(line: &BlockLine<'_>, now: DateTime<Utc>) -> String {
     }
 }
 
-/// The formatted block and how many of the lines fit the budget. Lines
-/// are ranked across both sections and taken in that order (the first that
-/// does not fit ends the block), then shown by section: memories first.
-/// A section's header is paid for with its first line.
+/// The formatted block, the positions of the lines that fit the budget
+/// (ascending), and the tokens spent. Lines
+/// are ranked across both sections and taken in that order, then shown by
+/// section: memories first. A line that does not fit is skipped and the
+/// next ones are still tried, so one long turn does not leave the rest of
+/// the budget unspent; nothing ranked lower ever displaces a line ranked
+/// higher. A section's header is paid for with its first line.
 pub fn format_block(
     lines: &[BlockLine<'_>],
     token_budget: usize,
     now: DateTime<Utc>,
-) -> (String, usize, usize) {
+) -> (String, Vec<usize>, usize) {
     let mut memories = String::new();
     let mut episodes = String::new();
     let mut used = 0;
-    let mut included = 0;
-    for line in lines {
+    let mut included = Vec::new();
+    for (position, line) in lines.iter().enumerate() {
         let (section, header) = match line.kind {
             LineKind::Memory(_) => (&mut memories, MEMORIES_HEADER),
             LineKind::Episode(_) => (&mut episodes, EPISODES_HEADER),
@@ -118,17 +121,17 @@ pub fn format_block(
         };
         let cost = estimate_tokens(&text) + header_cost;
         if used + cost > token_budget {
-            break;
+            continue;
         }
         if section.is_empty() {
             section.push_str(header);
         }
         used += cost;
         section.push_str(&text);
-        included += 1;
+        included.push(position);
     }
-    if included == 0 {
-        return (String::new(), 0, 0);
+    if included.is_empty() {
+        return (String::new(), included, 0);
     }
     // Each section starts with its header line; nothing else between them,
     // so what was counted is what is sent.
@@ -204,14 +207,17 @@ mod tests {
             },
         ];
         let (block, included, used) = format_block(&lines, 60, now);
-        assert_eq!(included, 1);
+        // The long line does not fit; the shorter one after it still does,
+        // below the one ranked first.
+        assert_eq!(included, vec![0, 2]);
         assert!(
-            block.contains("- [preference] Loves green tea (2 days ago, importance 0.85)"),
+            block.contains("- [preference] Loves green tea (2 days ago, importance 0.85)\n- [rule] Never call before 9am"),
             "{block}"
         );
+        assert!(!block.contains("long long"), "{block}");
         assert!(used <= 60);
         let (empty, none, _) = format_block(&lines, 5, now);
-        assert!(empty.is_empty() && none == 0);
+        assert!(empty.is_empty() && none.is_empty());
     }
 
     #[test]
@@ -239,7 +245,7 @@ mod tests {
             },
         ];
         let (block, included, used) = format_block(&lines, 80, now);
-        assert_eq!(included, 2, "{block}");
+        assert_eq!(included, vec![0, 1], "{block}");
         let memories_at = block.find("Relevant memories").unwrap();
         let episodes_at = block.find("From past conversations").unwrap();
         assert!(memories_at < episodes_at, "memories first: {block}");
@@ -250,7 +256,7 @@ mod tests {
         assert!(used <= 80, "{used}");
         // Episodes only: no memories header.
         let (only, n, _) = format_block(&lines[..1], 80, now);
-        assert_eq!(n, 1);
+        assert_eq!(n, vec![0]);
         assert!(only.starts_with("From past conversations"), "{only}");
     }
 

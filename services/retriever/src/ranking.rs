@@ -25,7 +25,11 @@ impl Default for RankingParams {
             recency_weight: 0.15,
             importance_weight: 0.15,
             recency_half_life_days: 30.0,
-            mmr_lambda: 0.7,
+            // Diversity off: on the LoCoMo dev split through the
+            // conversation path, MMR at 0.7 cost 3.1 points of recall@10
+            // (65.2 against 68.3) and 0.2 of recall within a 1000-token
+            // context. Lower it where near-duplicates crowd the results.
+            mmr_lambda: 1.0,
         }
     }
 }
@@ -193,7 +197,10 @@ mod tests {
                 candidate("b", 0.9, 0, 0.5, Some(b)),
             ],
             2,
-            &RankingParams::default(),
+            &RankingParams {
+                mmr_lambda: 0.7,
+                ..RankingParams::default()
+            },
             Utc::now(),
         );
         let order: Vec<_> = ranked.iter().map(|r| r.item).collect();

@@ -1006,8 +1006,14 @@ pub async fn build_context(
         },
     )
     .await?;
-    let mut kept = keep_for_block(found, min_relevance);
-    let lines: Vec<BlockLine<'_>> = kept.iter().filter_map(block_line).collect();
+    let kept = keep_for_block(found, min_relevance);
+    // Each line with the position of its result, so the results returned
+    // stay line for line with the block.
+    let (positions, lines): (Vec<usize>, Vec<BlockLine<'_>>) = kept
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| block_line(f).map(|line| (i, line)))
+        .unzip();
     // The profile comes first and is paid for first; one that does not fit
     // the budget is left out of the block (still returned as `profile`).
     let profile_section = profile
@@ -1021,7 +1027,13 @@ pub async fn build_context(
         Some(section) => (format!("{section}\n{block}"), profile_tokens + tokens),
         None => (block, tokens),
     };
-    kept.truncate(included);
+    let included: HashSet<usize> = included.into_iter().map(|i| positions[i]).collect();
+    let kept: Vec<Found> = kept
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| included.contains(i))
+        .map(|(_, f)| f)
+        .collect();
     Ok(Context {
         block,
         tokens,

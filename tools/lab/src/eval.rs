@@ -54,7 +54,7 @@
 //!   the RRF constant of hybrid search (default: the server's,
 //!   `mnemo_vector_index::DEFAULT_RRF_K`), so a fusion
 //!   change is measured as served, not only offline, and
-//!   `MNEMO_EVAL_MMR_LAMBDA=L` the MMR trade-off (the server's is 0.7; 1
+//!   `MNEMO_EVAL_MMR_LAMBDA=L` the MMR trade-off (the server's is 1.0, which
 //!   turns diversification off).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
