@@ -91,15 +91,22 @@ def code_settings():
     return names
 
 
-def routes(crate):
-    text = (ROOT / "services" / crate / "src" / "lib.rs").read_text("utf-8")
+def routes(crate, module="lib.rs"):
+    source = Path("services") / crate / "src" / module
+    text = (ROOT / source).read_text("utf-8")
     block = re.search(r"pub const ROUTES: &\[\(&str, &str\)\] = &\[(.*?)\];", text, re.S)
     if not block:
-        raise SystemExit(f"no ROUTES list in services/{crate}/src/lib.rs")
+        raise SystemExit(f"no ROUTES list in {source}")
     found = re.findall(r'\(\s*"([A-Z]+)",\s*"([^"]+)"\s*\)', block.group(1))
     if not found:
-        raise SystemExit(f"empty ROUTES list in services/{crate}/src/lib.rs")
+        raise SystemExit(f"empty ROUTES list in {source}")
     return found
+
+
+def document_routes():
+    """What every service serves besides its own routes: the OpenAPI
+    document, and the /docs page with its assets."""
+    return [("GET", "/openapi.json")] + routes("http", "docs_ui.rs")
 
 
 def sample_path(template):
@@ -479,7 +486,7 @@ def check_routes():
                 got = nginx_route(entries, method, sample_path(template))
                 if got is not None:
                     problems.append(f"proxy: {method} {template} is not a route but goes to {got}")
-    for method, path in (("GET", "/openapi.json"), ("GET", "/docs")):
+    for method, path in document_routes():
         if nginx_route(entries, method, path) not in UPSTREAMS:
             problems.append(f"proxy: {method} {path} is not served")
     for path in ("/healthz", "/readyz", "/metrics", "/v1", "/v1/memories", "/v1/subjects/a/b/messages"):
@@ -627,7 +634,7 @@ def check_nginx_live(skipped):
                     time.sleep(0.1)
             expected = [(m, p, "ingest") for m, p in routes("ingest")] + \
                        [(m, p, "retriever") for m, p in routes("retriever")] + \
-                       [("GET", "/openapi.json", "retriever"), ("GET", "/docs", "retriever")]
+                       [(m, p, "retriever") for m, p in document_routes()]
             for method, template, upstream in expected:
                 path = sample_path(template)
                 status, body = request(listen, method, path)

@@ -46,7 +46,8 @@ pub const SERVE_LOCK_FILE: &str = "serve.lock";
 /// Every route a process running every role serves, for the OpenAPI
 /// coverage test.
 pub fn routes() -> Vec<(&'static str, &'static str)> {
-    let mut routes = vec![("GET", "/openapi.json"), ("GET", "/docs")];
+    let mut routes = vec![("GET", "/openapi.json")];
+    routes.extend_from_slice(mnemo_http::docs_ui::ROUTES);
     routes.extend_from_slice(health::ROUTES);
     routes.extend_from_slice(mnemo_ingest::ROUTES);
     routes.extend_from_slice(mnemo_retriever::ROUTES);

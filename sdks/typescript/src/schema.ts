@@ -324,10 +324,70 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Human-readable API reference
-         * @description An HTML page generated from this OpenAPI document (every path, method, scope, parameter, request body and response), with no scripts or remote assets. No authentication.
+         * API reference in the browser
+         * @description This document rendered by Swagger UI: the operations listed by tag, `$ref`s resolved, Markdown descriptions, the examples, and try-it-out: paste a token under **Authorize**, and **Execute** sends the request to the server serving the page (whatever the document's `servers` says). The page loads `/openapi.json` from the same server. The renderer (the pinned `swagger-ui-dist`) is compiled into the binary and served from the `/docs/…` routes below, so the page works offline and loads nothing from anywhere else; its `Content-Security-Policy` lets scripts come from, and requests go to, this server only. Revalidated on every load (`ETag`, `Cache-Control: no-cache`). No authentication.
          */
         get: operations["docsPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/swagger-ui.css": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * API reference: stylesheet
+         * @description Swagger UI's stylesheet, the file of the pinned `swagger-ui-dist` as it is published (checked by `services/http/docs-ui/check`). Linked by `/docs` with `?v=` and its current version: such a request may be cached for good (`Cache-Control: public, max-age=31536000, immutable`); without it, or with an old version, the response says `no-cache`. No authentication.
+         */
+        get: operations["docsStylesheet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/swagger-ui-bundle.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * API reference: renderer
+         * @description Swagger UI's bundle, the file of the pinned `swagger-ui-dist` as it is published (checked by `services/http/docs-ui/check`). Linked by `/docs` with `?v=` and its current version: such a request may be cached for good (`Cache-Control: public, max-age=31536000, immutable`); without it, or with an old version, the response says `no-cache`. No authentication.
+         */
+        get: operations["docsRenderer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/docs.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * API reference: start-up script
+         * @description mnemo's script that starts Swagger UI on `/docs` over `/openapi.json`, aimed at this server. Linked by `/docs` with `?v=` and its current version: such a request may be cached for good (`Cache-Control: public, max-age=31536000, immutable`); without it, or with an old version, the response says `no-cache`. No authentication.
+         */
+        get: operations["docsScript"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1415,10 +1475,28 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description Not modified: the client's copy (its `If-None-Match`) is the current one. No body. */
+        NotModified: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
     };
-    parameters: never;
+    parameters: {
+        /**
+         * @description The version `/docs` links the file with (16 hex digits of its SHA-256, also its `ETag`). Only decides how long the response may be cached.
+         * @example 0123456789abcdef
+         */
+        AssetVersion: string;
+        /** @description An `ETag` the client holds: the current one answers 304 without a body. */
+        IfNoneMatch: string;
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description The version of the body, quoted: 16 hex digits of its SHA-256. */
+        ETag: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -2588,21 +2666,127 @@ export interface operations {
     docsPage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description An `ETag` the client holds: the current one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The HTML page. */
+            /** @description The HTML page (it needs JavaScript; without it, it links this document). */
             200: {
                 headers: {
+                    /** @description `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`. */
+                    "Content-Security-Policy"?: string;
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
                     "text/html; charset=utf-8": string;
                 };
             };
+            304: components["responses"]["NotModified"];
+        };
+    };
+    docsStylesheet: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The version `/docs` links the file with (16 hex digits of its SHA-256, also its `ETag`). Only decides how long the response may be cached.
+                 * @example 0123456789abcdef
+                 */
+                v?: components["parameters"]["AssetVersion"];
+            };
+            header?: {
+                /** @description An `ETag` the client holds: the current one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    /** @description `public, max-age=31536000, immutable` when `v` is the current version, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/css; charset=utf-8": string;
+                };
+            };
+            304: components["responses"]["NotModified"];
+        };
+    };
+    docsRenderer: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The version `/docs` links the file with (16 hex digits of its SHA-256, also its `ETag`). Only decides how long the response may be cached.
+                 * @example 0123456789abcdef
+                 */
+                v?: components["parameters"]["AssetVersion"];
+            };
+            header?: {
+                /** @description An `ETag` the client holds: the current one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    /** @description `public, max-age=31536000, immutable` when `v` is the current version, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/javascript; charset=utf-8": string;
+                };
+            };
+            304: components["responses"]["NotModified"];
+        };
+    };
+    docsScript: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The version `/docs` links the file with (16 hex digits of its SHA-256, also its `ETag`). Only decides how long the response may be cached.
+                 * @example 0123456789abcdef
+                 */
+                v?: components["parameters"]["AssetVersion"];
+            };
+            header?: {
+                /** @description An `ETag` the client holds: the current one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    /** @description `public, max-age=31536000, immutable` when `v` is the current version, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/javascript; charset=utf-8": string;
+                };
+            };
+            304: components["responses"]["NotModified"];
         };
     };
     listReviews: {
