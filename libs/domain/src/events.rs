@@ -929,7 +929,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(decoded, event);
-        assert_eq!(DomainEvent::TYPES.len(), 18);
+        let forgotten = DomainEvent::EpisodesForgotten(EpisodesForgotten {
+            rule: crate::forgetting::EpisodeRule::Cap,
+            messages: vec![EventId::new(), EventId::new()],
+            reason: "the subject has more than 2 episodes and these are the oldest".into(),
+        });
+        let decoded = DomainEvent::decode(
+            forgotten.event_type(),
+            forgotten.schema_version(),
+            forgotten.to_payload(),
+        )
+        .unwrap();
+        assert_eq!(decoded, forgotten);
+        assert_eq!(forgotten.to_payload()["rule"], "cap");
+        assert_eq!(DomainEvent::TYPES.len(), 19);
     }
 
     #[test]
