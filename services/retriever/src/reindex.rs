@@ -14,7 +14,7 @@
 //! crashed rebuild is simply run again, and catching up from an earlier
 //! position than necessary costs time, never correctness.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use mnemo_domain::{DomainEvent, EventType, Memory, MemoryId, MemoryState, SubjectId, TenantId};
@@ -100,7 +100,7 @@ pub async fn replay(
     let mut conversation_seen: HashSet<(TenantId, String)> = HashSet::new();
     // Episodes the forgetter forgot: left out, and removed from a target
     // that already holds them (a catch-up).
-    let mut forgotten: Vec<(TenantId, MemoryId)> = Vec::new();
+    let mut forgotten: HashMap<TenantId, HashSet<MemoryId>> = HashMap::new();
     let mut position = after.max(0);
     let mut events = 0u64;
     while position < head {
@@ -121,7 +121,10 @@ pub async fn replay(
                     .await
                     .map_err(|e| ReplayError::Log(e.to_string()))?;
                 if let DomainEvent::EpisodesForgotten(done) = decoded.event {
-                    forgotten.extend(done.messages.iter().map(|m| (tenant.clone(), point_id(m))));
+                    forgotten
+                        .entry(tenant)
+                        .or_default()
+                        .extend(done.messages.iter().map(point_id));
                 }
                 continue;
             }
@@ -169,14 +172,16 @@ pub async fn replay(
             total,
         });
     }
-    let skip: HashSet<(TenantId, MemoryId)> = forgotten.iter().cloned().collect();
+    let none = HashSet::new();
     for (tenant, stream_id, first) in &conversations {
+        let skip = forgotten.get(tenant).unwrap_or(&none);
         outcome.episodes +=
-            index_conversation(log, embedder, index, tenant, stream_id, *first, &skip).await?;
+            index_conversation(log, embedder, index, tenant, stream_id, *first, skip).await?;
     }
-    for (tenant, point) in &forgotten {
+    for (tenant, points) in &forgotten {
+        let points: Vec<MemoryId> = points.iter().copied().collect();
         index
-            .delete(tenant, std::slice::from_ref(point))
+            .delete(tenant, &points)
             .await
             .map_err(|e| ReplayError::Index(e.to_string()))?;
     }
@@ -193,7 +198,7 @@ async fn index_conversation(
     tenant: &TenantId,
     stream_id: &str,
     first: u64,
-    forgotten: &HashSet<(TenantId, MemoryId)>,
+    forgotten: &HashSet<MemoryId>,
 ) -> Result<u64, ReplayError> {
     let turns: Vec<Episode> = log
         .read_stream_range(tenant, stream_id, first.saturating_sub(1), u64::MAX)
@@ -204,7 +209,7 @@ async fn index_conversation(
         .collect();
     // The live projection's pairing, so a rebuilt point is the same point.
     let mut pairs = with_previous(&turns, first);
-    pairs.retain(|(_, e)| !forgotten.contains(&(tenant.clone(), e.point_id())));
+    pairs.retain(|(_, e)| !forgotten.contains(&e.point_id()));
     let mut written = 0;
     for chunk in pairs.chunks(BATCH) {
         written += index_episodes(log.cipher(), embedder, index, tenant, chunk)
