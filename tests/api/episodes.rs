@@ -549,3 +549,70 @@ async fn the_tenants_episode_policy_forgets_old_and_surplus_episodes() {
     assert_eq!(app.index.count(&tenant, Some(&noa)).await.unwrap(), 2);
     assert_eq!(found(search(&app, &token, "noa", query).await), kept);
 }
+
+/// Where a result with exactly these source messages ranks.
+fn rank_of(results: &[Value], event_id: &str) -> usize {
+    results
+        .iter()
+        .position(|r| sources(r) == [event_id])
+        .unwrap_or_else(|| panic!("{event_id} not in {results:?}"))
+}
+
+#[tokio::test]
+async fn a_question_that_asks_when_prefers_what_was_said_with_a_date() {
+    // The dated turn says less about the lake than the undated one: by
+    // relevance alone the undated one wins; asked *when*, the dated one
+    // must (the default `dated_boost`), and without the boost it does not.
+    let question = "When did she go hiking with her sister at the lake?";
+    let mut ranks = Vec::new();
+    for config in [
+        MANUAL.to_owned(),
+        format!("{MANUAL}[retrieval]\ndated_boost = 1.0\n"),
+    ] {
+        let app = spawn_app_with_model(&config).await;
+        let token = app.admin("acme");
+        let dated = post_turns(
+            &app,
+            &token,
+            "ivy",
+            "s1",
+            &["I went hiking yesterday.", "Nice!"],
+        )
+        .await;
+        let undated = post_turns(
+            &app,
+            &token,
+            "ivy",
+            "s2",
+            &[
+                "Hiking at the lake with my sister is my favourite thing.",
+                "Sounds peaceful.",
+            ],
+        )
+        .await;
+        wait_for_episode(&app, &token, "ivy", "Sounds peaceful.", &undated[1]).await;
+        let results = search(
+            &app,
+            &token,
+            "ivy",
+            json!({"query": question, "include": ["episodes"], "k": 4}),
+        )
+        .await;
+        ranks.push((rank_of(&results, &dated[0]), rank_of(&results, &undated[0])));
+        // The same words without "when": relevance alone, in both setups.
+        let results = search(
+            &app,
+            &token,
+            "ivy",
+            json!({"query": "hiking with her sister at the lake", "include": ["episodes"], "k": 4}),
+        )
+        .await;
+        assert!(rank_of(&results, &undated[0]) < rank_of(&results, &dated[0]));
+        app.stop().await;
+    }
+    let [(dated_boosted, undated_boosted), (dated_plain, undated_plain)] = ranks[..] else {
+        unreachable!()
+    };
+    assert!(dated_boosted < undated_boosted, "boosted: {ranks:?}");
+    assert!(undated_plain < dated_plain, "without the boost: {ranks:?}");
+}

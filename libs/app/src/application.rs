@@ -488,6 +488,7 @@ fn ranking_params(retrieval: &mnemo_config::RetrievalSettings) -> RankingParams 
             .recency_half_life_days
             .unwrap_or(default.recency_half_life_days),
         mmr_lambda: retrieval.mmr_lambda.unwrap_or(default.mmr_lambda),
+        dated_boost: retrieval.dated_boost.unwrap_or(default.dated_boost),
     }
 }
 

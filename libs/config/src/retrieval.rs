@@ -18,6 +18,7 @@ pub(crate) struct RawRetrieval {
     importance_weight: Option<f64>,
     recency_half_life_days: Option<f64>,
     mmr_lambda: Option<f64>,
+    dated_boost: Option<f64>,
 }
 
 /// The fusion and ranking constants; `None` keeps the retriever's default.
@@ -32,6 +33,9 @@ pub struct RetrievalSettings {
     pub recency_half_life_days: Option<f64>,
     /// MMR trade-off: 1.0 is relevance only.
     pub mmr_lambda: Option<f64>,
+    /// Factor on the relevance of an episode that names a date, when the
+    /// query asks when something happened; 1.0 is off.
+    pub dated_boost: Option<f64>,
 }
 
 impl RawRetrieval {
@@ -64,6 +68,12 @@ impl RawRetrieval {
         {
             return Err(invalid("retrieval.mmr_lambda", "between 0 and 1"));
         }
+        if self.dated_boost.is_some_and(|b| !b.is_finite() || b < 1.0) {
+            return Err(invalid(
+                "retrieval.dated_boost",
+                "a finite factor ≥ 1 (1 is off)",
+            ));
+        }
         Ok(RetrievalSettings {
             rrf_k: self.rrf_k,
             relevance_weight: self.relevance_weight,
@@ -71,6 +81,7 @@ impl RawRetrieval {
             importance_weight: self.importance_weight,
             recency_half_life_days: self.recency_half_life_days,
             mmr_lambda: self.mmr_lambda,
+            dated_boost: self.dated_boost,
         })
     }
 }

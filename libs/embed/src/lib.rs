@@ -40,7 +40,7 @@ pub use cached::CachedEmbedder;
 pub use error::EmbedError;
 pub use lexical::LexicalEmbedder;
 #[cfg(feature = "local")]
-pub use local::LocalEmbedder;
+pub use local::{LocalEmbedder, LocalOptions};
 pub use model::{
     default_cache_dir, ensure_model, ensure_model_from, ensure_model_from_hub, ModelOrigins,
     ModelSource, DEFAULT_HUB_ENDPOINT,
@@ -105,7 +105,7 @@ pub trait Embedder: Send + Sync + 'static {
 
 /// Scales `vector` to unit length; returns false (leaving it untouched) when
 /// it has no direction to keep (all zeros or not finite).
-pub(crate) fn l2_normalize(vector: &mut [f32]) -> bool {
+pub fn l2_normalize(vector: &mut [f32]) -> bool {
     // Accumulate in f64: 1024 squared f32 terms lose digits otherwise.
     let norm = vector
         .iter()

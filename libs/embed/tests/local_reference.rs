@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use mnemo_embed::{test_model_dir, Embedder, LocalEmbedder};
+use mnemo_embed::{test_model_dir, Embedder, LocalEmbedder, LocalOptions};
 use serde::Deserialize;
 use tokio::sync::OnceCell;
 
@@ -108,6 +108,71 @@ async fn published_similarities_are_reproduced() {
         assert!(
             (similarity - expected).abs() < 1e-3,
             "sim({a},{b}) = {similarity}, expected {expected}"
+        );
+    }
+}
+
+/// The default runs the tanh GELU (the tests above hold it to the
+/// reference); the exact one the model was trained with must hold too.
+#[tokio::test]
+async fn the_exact_gelu_matches_the_reference() {
+    let dir = test_model_dir().await;
+    let options = LocalOptions {
+        approximate_gelu: false,
+        workers: 1,
+    };
+    let exact =
+        tokio::task::spawn_blocking(move || LocalEmbedder::load_with(&dir, MODEL_ID, options))
+            .await
+            .unwrap()
+            .unwrap();
+    let items = reference().items;
+    let texts: Vec<String> = items.iter().map(|i| i.text.clone()).collect();
+    let vectors = exact.embed(&texts).await.unwrap();
+    let approximate = embedder().await.embed(&texts).await.unwrap();
+    for ((vector, item), approximate) in vectors.iter().zip(&items).zip(&approximate) {
+        let similarity = cosine(vector, &item.embedding);
+        assert!(
+            similarity >= MIN_COSINE,
+            "{:?}: cosine {similarity}",
+            item.text
+        );
+        // The two differ (else the option would change nothing), by little.
+        let apart = cosine(vector, approximate);
+        assert!(
+            apart < 1.0 && apart > 0.9999,
+            "{:?}: exact vs tanh {apart}",
+            item.text
+        );
+    }
+}
+
+#[tokio::test]
+async fn batches_split_over_workers_come_back_in_input_order() {
+    let dir = test_model_dir().await;
+    let options = LocalOptions {
+        approximate_gelu: true,
+        workers: 3,
+    };
+    // Batches of 2 over 3 workers: 12 texts make 6 forward passes, two on
+    // each worker, whose results must land at their texts' positions.
+    let parallel =
+        tokio::task::spawn_blocking(move || LocalEmbedder::load_with(&dir, MODEL_ID, options))
+            .await
+            .unwrap()
+            .unwrap()
+            .with_batch_size(2);
+    let items = reference().items;
+    let texts: Vec<String> = items.iter().map(|i| i.text.clone()).collect();
+    assert!(texts.len() >= 12);
+    let vectors = parallel.embed(&texts).await.unwrap();
+    assert_eq!(vectors.len(), texts.len());
+    for (vector, item) in vectors.iter().zip(&items) {
+        let similarity = cosine(vector, &item.embedding);
+        assert!(
+            similarity >= MIN_COSINE,
+            "{:?}: cosine {similarity}",
+            item.text
         );
     }
 }

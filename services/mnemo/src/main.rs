@@ -238,6 +238,27 @@ enum BenchCommand {
         #[arg(long, requires = "episodes")]
         memories: Option<usize>,
     },
+    /// Texts/s through the local embedding model for each way of running it
+    /// (exact or tanh GELU, one or several workers), on a LoCoMo file's
+    /// turns sent as the episode projection sends them, and how far each
+    /// moves the vectors from the first, e.g.
+    /// `mnemo bench embed --file locomo-dev.json --model-dir DIR`.
+    Embed {
+        /// A LoCoMo-format JSON file whose turns are embedded.
+        #[arg(long)]
+        file: PathBuf,
+        /// A sentence-transformers model directory (`mnemo model fetch`
+        /// prints where the default one is).
+        #[arg(long)]
+        model_dir: PathBuf,
+        /// The model's name (names the embedding space only).
+        #[arg(long, default_value = mnemo_embed::DEFAULT_LOCAL_MODEL)]
+        model: String,
+        #[arg(long, default_value_t = 640)]
+        texts: usize,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+    },
 }
 
 fn settings(
@@ -491,6 +512,23 @@ async fn bench(what: BenchCommand) -> anyhow::Result<()> {
             })
             .await
         }
+        BenchCommand::Embed {
+            file,
+            model_dir,
+            model,
+            texts,
+            rounds,
+        } => tokio::task::spawn_blocking(move || {
+            mnemo_lab::bench_embed::embed(mnemo_lab::bench_embed::EmbedBenchArgs {
+                model_dir,
+                model_id: model,
+                file,
+                texts,
+                rounds,
+            })
+        })
+        .await
+        .context("the embed bench panicked")?,
     }
 }
 

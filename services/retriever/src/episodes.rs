@@ -17,6 +17,7 @@
 //!   against the message's timestamp and added to its keyword text, so a
 //!   search that names the date finds what was said as "last week".
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -93,6 +94,12 @@ impl Episode {
             .collect()
     }
 
+    /// Whether the text names a date a reader can place (the resolved
+    /// phrases of [`Self::dates`]).
+    pub fn names_a_date(&self) -> bool {
+        !dates::resolve(&self.content, self.timestamp.date_naive()).is_empty()
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
             "id": self.event_id.to_string(),
@@ -121,25 +128,89 @@ pub fn point_id(event_id: &EventId) -> MemoryId {
     MemoryId::from_uuid(event_id.as_uuid())
 }
 
-/// What an episode is indexed under: (text to embed, text for BM25).
-/// The turn before it in the same session comes first in both; the
-/// resolved dates are added to the keyword text only, where a date in a
-/// query can meet them without pulling the embedding away from what was
-/// said.
-pub fn index_texts(previous: Option<&Episode>, episode: &Episode) -> (String, String) {
-    let mut text = String::new();
-    if let Some(previous) = previous.filter(|p| p.session == episode.session) {
-        text.push_str(&previous.content);
-        text.push('\n');
+/// How much of the turn before an episode its dense key carries: the key
+/// is `normalize(v(turn) + CONTEXT_WEIGHT · v(turn before))`, each turn
+/// embedded once, alone.
+///
+/// Key decision: a question often names what the turn before said ("what
+/// did she answer when asked about ..."), so the key needs that turn; but
+/// embedding the two texts together embeds every turn twice, and the
+/// model is most of the cost of making a conversation searchable. Summing
+/// the vectors of turns embedded once gives the key the context at half
+/// the tokens (docs/operations.md has the dev-split figures of both).
+pub const CONTEXT_WEIGHT: f32 = 0.5;
+
+/// The keyword (BM25) text an episode is indexed under: the turn before it
+/// in the same session, then its own text, then its resolved dates, which
+/// stay out of the dense key, where a date in a query can meet them
+/// without pulling the embedding away from what was said.
+pub fn keyword_text(previous: Option<&Episode>, episode: &Episode) -> String {
+    let mut keywords = String::new();
+    if let Some(previous) = same_session(previous, episode) {
+        keywords.push_str(&previous.content);
+        keywords.push('\n');
     }
-    text.push_str(&episode.content);
-    let mut keywords = text.clone();
+    keywords.push_str(&episode.content);
     for date in episode.dates() {
         keywords.push_str(" [");
         keywords.push_str(&date);
         keywords.push(']');
     }
-    (text, keywords)
+    keywords
+}
+
+fn same_session<'a>(previous: Option<&'a Episode>, episode: &Episode) -> Option<&'a Episode> {
+    previous.filter(|p| p.session == episode.session)
+}
+
+/// The dense keys of these episodes, from one embedder call over the
+/// distinct turns (each episode and the turn before it) embedded alone.
+pub async fn dense_keys(
+    embedder: &dyn Embedder,
+    episodes: &[(Option<Episode>, Episode)],
+) -> Result<Vec<Vec<f32>>, EpisodeIndexError> {
+    let mut position: HashMap<EventId, usize> = HashMap::with_capacity(episodes.len() + 1);
+    let mut texts = Vec::with_capacity(episodes.len() + 1);
+    let turns = episodes.iter().flat_map(|(previous, episode)| {
+        same_session(previous.as_ref(), episode)
+            .into_iter()
+            .chain([episode])
+    });
+    for turn in turns {
+        position.entry(turn.event_id).or_insert_with(|| {
+            texts.push(turn.content.clone());
+            texts.len() - 1
+        });
+    }
+    let vectors = embedder
+        .embed(&texts)
+        .await
+        .map_err(|e| EpisodeIndexError::Embed(e.to_string()))?;
+    if vectors.len() != texts.len() {
+        return Err(EpisodeIndexError::Embed(format!(
+            "asked for {} vectors, got {}",
+            texts.len(),
+            vectors.len()
+        )));
+    }
+    let weight = CONTEXT_WEIGHT;
+    let mut keys = Vec::with_capacity(episodes.len());
+    for (previous, episode) in episodes {
+        let mut key = vectors[position[&episode.event_id]].clone();
+        if let Some(previous) = same_session(previous.as_ref(), episode) {
+            let before = &vectors[position[&previous.event_id]];
+            for (k, b) in key.iter_mut().zip(before) {
+                *k += weight * b;
+            }
+            // Opposite turns cannot cancel out exactly in practice; if they
+            // did, the turn's own vector is the key.
+            if !mnemo_embed::l2_normalize(&mut key) {
+                key = vectors[position[&episode.event_id]].clone();
+            }
+        }
+        keys.push(key);
+    }
+    Ok(keys)
 }
 
 /// The point payload of an episode: its session as a keyed token, like a
@@ -190,7 +261,8 @@ pub enum EpisodeIndexError {
 }
 
 /// Embeds and writes the points of these episodes of one tenant, each with
-/// the turn before it: one embedder call and one upsert for the batch.
+/// the turn before it ([`dense_keys`], [`keyword_text`]): one embedder call
+/// and one upsert for the batch.
 pub async fn index_episodes(
     cipher: &SubjectCipher,
     embedder: &dyn Embedder,
@@ -201,27 +273,13 @@ pub async fn index_episodes(
     if episodes.is_empty() {
         return Ok(0);
     }
-    let texts: Vec<(String, String)> = episodes
-        .iter()
-        .map(|(previous, episode)| index_texts(previous.as_ref(), episode))
-        .collect();
-    let dense = embedder
-        .embed(&texts.iter().map(|(d, _)| d.clone()).collect::<Vec<_>>())
-        .await
-        .map_err(|e| EpisodeIndexError::Embed(e.to_string()))?;
-    if dense.len() != episodes.len() {
-        return Err(EpisodeIndexError::Embed(format!(
-            "asked for {} vectors, got {}",
-            episodes.len(),
-            dense.len()
-        )));
-    }
+    let dense = dense_keys(embedder, episodes).await?;
     let mut points = Vec::with_capacity(episodes.len());
-    for (((_, episode), (_, keywords)), dense) in episodes.iter().zip(texts).zip(dense) {
+    for ((previous, episode), dense) in episodes.iter().zip(dense) {
         points.push(Point {
             id: episode.point_id(),
             dense,
-            text: keywords,
+            text: keyword_text(previous.as_ref(), episode),
             payload: payload_of(cipher, tenant, episode).await?,
         });
     }
@@ -414,27 +472,79 @@ mod tests {
     }
 
     #[test]
-    fn an_episode_is_indexed_under_the_turn_before_it_in_its_session() {
+    fn the_keyword_text_is_the_turn_before_it_in_its_session_then_its_own() {
         let question = episode("Do you still swim?", Some("s1"), 1);
         let answer = episode("Yes, every Sunday.", Some("s1"), 2);
-        let (dense, keywords) = index_texts(Some(&question), &answer);
-        assert_eq!(dense, "Do you still swim?\nYes, every Sunday.");
-        assert_eq!(keywords, dense);
+        assert_eq!(
+            keyword_text(Some(&question), &answer),
+            "Do you still swim?\nYes, every Sunday."
+        );
         // Another session's turn is not context.
         let elsewhere = episode("Yes, every Sunday.", Some("s2"), 2);
         assert_eq!(
-            index_texts(Some(&question), &elsewhere).0,
+            keyword_text(Some(&question), &elsewhere),
             "Yes, every Sunday."
         );
-        assert_eq!(index_texts(None, &answer).0, "Yes, every Sunday.");
+        assert_eq!(keyword_text(None, &answer), "Yes, every Sunday.");
+    }
+
+    /// The lexical embedder, counting the texts it is given.
+    struct Counting(mnemo_embed::LexicalEmbedder, std::sync::Mutex<Vec<String>>);
+
+    #[async_trait]
+    impl Embedder for Counting {
+        fn space(&self) -> &mnemo_embed::EmbeddingSpace {
+            self.0.space()
+        }
+        async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, mnemo_embed::EmbedError> {
+            self.1.lock().unwrap().extend(texts.iter().cloned());
+            self.0.embed(texts).await
+        }
+    }
+
+    #[tokio::test]
+    async fn the_dense_key_adds_the_turn_before_to_the_turn_each_embedded_once() {
+        let embedder = Counting(mnemo_embed::LexicalEmbedder::new(64), Default::default());
+        let question = episode("Do you still swim?", Some("s1"), 1);
+        let answer = episode("Yes, every Sunday.", Some("s1"), 2);
+        let thanks = episode("Thanks for asking.", Some("s1"), 3);
+        let elsewhere = episode("Back from Lisbon.", Some("s2"), 4);
+        let pairs = vec![
+            (Some(question.clone()), answer.clone()),
+            (Some(answer.clone()), thanks.clone()),
+            (Some(thanks.clone()), elsewhere.clone()),
+        ];
+        let keys = dense_keys(&embedder, &pairs).await.unwrap();
+        // Each turn once, the context turn included: four texts, not six.
+        let sent = embedder.1.lock().unwrap().clone();
+        assert_eq!(
+            sent,
+            [
+                "Do you still swim?",
+                "Yes, every Sunday.",
+                "Thanks for asking.",
+                "Back from Lisbon."
+            ]
+        );
+        let alone = embedder.0.embed(&sent).await.unwrap();
+        let mut expected = alone[1].clone();
+        for (e, q) in expected.iter_mut().zip(&alone[0]) {
+            *e += CONTEXT_WEIGHT * q;
+        }
+        assert!(mnemo_embed::l2_normalize(&mut expected));
+        for (k, e) in keys[0].iter().zip(&expected) {
+            assert!((k - e).abs() < 1e-6);
+        }
+        // Another session's turn is not context: the turn's own vector.
+        assert_eq!(keys[2], alone[3]);
+        assert_ne!(keys[0], alone[1]);
     }
 
     #[test]
     fn relative_dates_are_resolved_into_the_keyword_text_only() {
         let said = episode("I went to a support group yesterday.", None, 3);
         assert_eq!(said.dates(), vec!["2023-05-07".to_owned()]);
-        let (dense, keywords) = index_texts(None, &said);
-        assert!(!dense.contains("2023"));
+        let keywords = keyword_text(None, &said);
         assert!(keywords.ends_with(" [2023-05-07]"), "{keywords}");
         let zh = episode("我上周去了北京", None, 4);
         assert_eq!(zh.dates(), vec!["week of 2023-05-01".to_owned()]);

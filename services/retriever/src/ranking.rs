@@ -16,6 +16,11 @@ pub struct RankingParams {
     pub recency_half_life_days: f64,
     /// MMR trade-off: 1.0 = relevance only, 0.0 = diversity only.
     pub mmr_lambda: f64,
+    /// When the query asks when something happened, the relevance of an
+    /// episode that names a date (resolved against its message's date) is
+    /// multiplied by this before ranking: the answer to "when" is in what
+    /// was said with a date. 1.0 turns it off.
+    pub dated_boost: f64,
 }
 
 impl Default for RankingParams {
@@ -30,6 +35,7 @@ impl Default for RankingParams {
             // (65.2 against 68.3) and 0.2 of recall within a 1000-token
             // context. Lower it where near-duplicates crowd the results.
             mmr_lambda: 1.0,
+            dated_boost: 1.5,
         }
     }
 }

@@ -10,6 +10,7 @@ use mnemo_bus::{topics, OutgoingRecord};
 use mnemo_crypto::TokenPurpose;
 use std::collections::{HashMap, HashSet};
 
+use mnemo_domain::dates;
 use mnemo_domain::events::RelationKind;
 use mnemo_domain::ids::MAX_ID_LEN;
 use mnemo_domain::memory::{MAX_TAGS, MAX_TAG_CHARS};
@@ -521,6 +522,12 @@ pub async fn find_memories(
     // Windows only for the episodes ranked in, below: the hits number four
     // times k or more, and each window is a read of the log.
     let mut episodes = hydrate_episodes(state, tenant, subject, episode_ids).await?;
+    // "When did she ...?" is answered by what was said with a date.
+    let dated_boost = if dates::asks_when(query) {
+        state.ranking.dated_boost
+    } else {
+        1.0
+    };
     let mut candidates = Vec::with_capacity(hits.len());
     for hit in hits {
         // A point whose row or message is gone (erased, or not projected
@@ -542,8 +549,14 @@ pub async fn find_memories(
                 None => continue,
             },
         };
+        let boost = match &item {
+            Item::Episode(found) if dated_boost != 1.0 && found.episode.names_a_date() => {
+                dated_boost
+            }
+            _ => 1.0,
+        };
         candidates.push(Candidate {
-            relevance: f64::from(hit.score),
+            relevance: f64::from(hit.score) * boost,
             importance: f64::from(importance),
             updated_at,
             dense: hit.dense.clone(),

@@ -209,7 +209,7 @@ fn expected_episodes(
 }
 
 /// Generates `count` turns and embeds what the index will be given for
-/// them (each turn under the one before it). Returns the conversation and
+/// them (each turn alone; its key adds the one before it). Returns the conversation and
 /// the embedding time.
 pub(super) async fn prepare(
     subject: &SubjectId,
@@ -221,7 +221,7 @@ pub(super) async fn prepare(
     let event_ids: Vec<EventId> = (0..count).map(|_| EventId::new()).collect();
     let texts: Vec<String> = expected_episodes(subject, &turns, &event_ids)?
         .iter()
-        .map(|(previous, episode)| episodes::index_texts(previous.as_ref(), episode).0)
+        .map(|(_, episode)| episode.content.clone())
         .collect();
     let memo = Arc::new(CachedEmbedder::new(embedder.clone(), count));
     let (_, elapsed) = super::embed_all(texts, &(memo.clone() as Arc<dyn Embedder>)).await?;
