@@ -10,13 +10,14 @@
 //! memory: its cost is the number of the subject's memory events up to `T`
 //! (`mnemo bench asof` measures it).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use mnemo_auth::{Principal, Scope};
 use mnemo_domain::events::streams;
 use mnemo_domain::{
-    DomainEvent, EventId, EventType, Memory, MemoryId, Producer, SubjectId, TenantId,
+    DomainEvent, EventId, EventType, Memory, MemoryId, Producer, RecordedEvent, SubjectId,
+    TenantId,
 };
 use mnemo_event_store::sealed::Decoded;
 use mnemo_event_store::EventQuery;
@@ -271,16 +272,26 @@ pub async fn memory_as_of(
 
 // ---------------------------------------------------------------- a subject's
 
+/// What [`scan_subject`] does with an event before opening it.
+enum Scan {
+    Open,
+    Skip,
+    Stop,
+}
+
 /// Every event of the types asked about the subject recorded at or before
-/// `through`, in log order after `after`, handed to `visit` until it says
-/// stop: one query, read in pages.
+/// `until`, in log order: one query, read in chunks. `pick` sees each
+/// stored event first (its stream and position are in clear); only those
+/// it wants opened are decrypted and decoded for `visit`, which is what a
+/// fold mostly costs.
 async fn scan_subject(
     state: &RetrieverState,
     tenant: &TenantId,
     subject: &SubjectId,
     event_types: Vec<String>,
     until: DateTime<Utc>,
-    mut visit: impl FnMut(&Decoded) -> bool,
+    mut pick: impl FnMut(&RecordedEvent) -> Scan,
+    mut visit: impl FnMut(&Decoded),
 ) -> Result<(), ReadError> {
     let mut after = None;
     loop {
@@ -301,9 +312,11 @@ async fn scan_subject(
             .await?;
         let full = events.len() as u32 == SCAN_CHUNK;
         after = events.last().map(|e| e.global_position).or(after);
-        for decoded in state.log.decode_all(events).await? {
-            if !visit(&decoded) {
-                return Ok(());
+        for recorded in events {
+            match pick(&recorded) {
+                Scan::Open => visit(&state.log.decode(recorded).await?),
+                Scan::Skip => {}
+                Scan::Stop => return Ok(()),
             }
         }
         if !full {
@@ -349,14 +362,21 @@ pub async fn list_as_of(
         at,
     } = request;
     let mut folded: BTreeMap<MemoryId, (Option<Memory>, Option<Cause>)> = BTreeMap::new();
-    scan_subject(state, &tenant, &subject, memory_event_types(), at, |decoded| {
-        if let Some(id) = stream_memory(decoded) {
-            let (memory, cause) = folded.entry(id).or_default();
-            advance(memory, &subject, decoded);
-            *cause = Some(Cause::of(decoded));
-        }
-        true
-    })
+    scan_subject(
+        state,
+        &tenant,
+        &subject,
+        memory_event_types(),
+        at,
+        |_| Scan::Open,
+        |decoded| {
+            if let Some(id) = stream_memory(decoded) {
+                let (memory, cause) = folded.entry(id).or_default();
+                advance(memory, &subject, decoded);
+                *cause = Some(Cause::of(decoded));
+            }
+        },
+    )
     .await?;
     let limit = filter.limit;
     let items: Vec<MemoryAsOf> = folded
@@ -473,8 +493,9 @@ impl Change {
 }
 
 /// The changes recorded in `(from, to]`, oldest first (log order), a page
-/// at a time. One pass folds the subject's memory events from the start up
-/// to the page's last change, so every `before` is exact.
+/// at a time: the page's events from one query, then one pass over the
+/// subject's memory events up to the page's last, which opens only the
+/// streams of the memories the page touches.
 pub async fn changes(
     state: &RetrieverState,
     request: ChangesRequest,
@@ -505,53 +526,101 @@ pub async fn changes(
 
     let mut event_types = memory_event_types();
     event_types.push(EventType::ReviewResolved.as_str().to_owned());
-    let mut folded: BTreeMap<MemoryId, Option<Memory>> = BTreeMap::new();
-    let mut items: Vec<Change> = Vec::new();
-    let mut next_cursor = None;
-    scan_subject(state, &tenant, &subject, event_types, to, |decoded| {
-        let recorded = &decoded.recorded;
-        let (memory_id, review) = match &decoded.event {
-            DomainEvent::ReviewResolved(resolved) => (
-                resolved.memory_id,
-                Some((resolved.review_id, resolved.decision.as_str())),
-            ),
-            _ => (stream_memory(decoded), None),
-        };
-        let before = memory_id.and_then(|id| folded.get(&id).cloned().flatten());
-        if review.is_none() {
-            if let Some(id) = memory_id {
-                advance(folded.entry(id).or_default(), &subject, decoded);
+
+    // The page first: its events, and the memories they touch.
+    let mut page = state
+        .log
+        .store()
+        .query(
+            &tenant,
+            &EventQuery {
+                subject: Some(subject.clone()),
+                event_types: event_types.clone(),
+                // `from` is inclusive in the query: the next microsecond
+                // is "recorded after `from`".
+                from: Some(through(from)),
+                to: Some(through(to)),
+                after_position: after,
+                limit: limit + 1,
+                ..Default::default()
+            },
+        )
+        .await?;
+    let more = page.len() as u32 > limit;
+    page.truncate(limit as usize);
+    let Some(last) = page.last().map(|e| e.global_position) else {
+        return Ok(Page {
+            items: Vec::new(),
+            next_cursor: None,
+        });
+    };
+    let positions: HashSet<i64> = page.iter().map(|e| e.global_position).collect();
+    let mut touched: HashSet<String> = HashSet::new();
+    for decoded in state.log.decode_all(page).await? {
+        match &decoded.event {
+            DomainEvent::ReviewResolved(resolved) => {
+                touched.extend(resolved.memory_id.as_ref().map(streams::memory));
+            }
+            _ => {
+                touched.insert(decoded.recorded.stream_id.clone());
             }
         }
-        let in_window = recorded.recorded_at > from
-            && after.is_none_or(|cursor| recorded.global_position > cursor);
-        let Some(kind) = EventType::parse(&recorded.event_type).and_then(change_of) else {
-            return true;
-        };
-        if !in_window {
-            return true;
-        }
-        if items.len() as u32 == limit {
-            next_cursor = items.last().map(|c| c.position.to_string());
-            return false;
-        }
-        let producer = match &decoded.event {
-            DomainEvent::MemoryCreated(created) => Some(created.provenance.producer.clone()),
-            _ => None,
-        };
-        items.push(Change {
-            memory_id,
-            kind,
-            cause: Cause::of(decoded),
-            position: recorded.global_position,
-            producer,
-            review,
-            before,
-            after: memory_id.and_then(|id| folded.get(&id).cloned().flatten()),
-        });
-        true
-    })
+    }
+
+    // Then one pass from the subject's first event to the page's last,
+    // opening only the streams the page touches: every `before` is exact,
+    // and the other memories' events cost a row read, not a decryption.
+    let mut folded: BTreeMap<MemoryId, Option<Memory>> = BTreeMap::new();
+    let mut items: Vec<Change> = Vec::with_capacity(positions.len());
+    scan_subject(
+        state,
+        &tenant,
+        &subject,
+        event_types,
+        to,
+        |recorded| match recorded.global_position {
+            position if position > last => Scan::Stop,
+            position if positions.contains(&position) => Scan::Open,
+            _ if touched.contains(&recorded.stream_id) => Scan::Open,
+            _ => Scan::Skip,
+        },
+        |decoded| {
+            let recorded = &decoded.recorded;
+            let (memory_id, review) = match &decoded.event {
+                DomainEvent::ReviewResolved(resolved) => (
+                    resolved.memory_id,
+                    Some((resolved.review_id, resolved.decision.as_str())),
+                ),
+                _ => (stream_memory(decoded), None),
+            };
+            let before = memory_id.and_then(|id| folded.get(&id).cloned().flatten());
+            if review.is_none() {
+                if let Some(id) = memory_id {
+                    advance(folded.entry(id).or_default(), &subject, decoded);
+                }
+            }
+            let kind = EventType::parse(&recorded.event_type).and_then(change_of);
+            let (Some(kind), true) = (kind, positions.contains(&recorded.global_position)) else {
+                return;
+            };
+            let producer = match &decoded.event {
+                DomainEvent::MemoryCreated(created) => Some(created.provenance.producer.clone()),
+                _ => None,
+            };
+            items.push(Change {
+                memory_id,
+                kind,
+                cause: Cause::of(decoded),
+                position: recorded.global_position,
+                producer,
+                review,
+                before,
+                after: memory_id.and_then(|id| folded.get(&id).cloned().flatten()),
+            });
+        },
+    )
     .await?;
+    let next_cursor = more.then(|| last.to_string());
     Ok(Page { items, next_cursor })
 }
 
