@@ -32,7 +32,10 @@ import type {
   ListAuditQuery,
   ListMemoriesQuery,
   ListReviewsQuery,
+  ListSubjectsQuery,
   Memory,
+  MemoryAsOf,
+  MemoryAsOfPage,
   MemoryHistory,
   MemoryPage,
   MemoryRevision,
@@ -41,6 +44,7 @@ import type {
   MessagesAccepted,
   NewMemory,
   Profile,
+  ProfileAsOf,
   Review,
   ReviewDecision,
   ReviewPage,
@@ -49,6 +53,9 @@ import type {
   ReviewStatsQuery,
   SearchRequest,
   SearchResults,
+  ChangePage,
+  SubjectChangesQuery,
+  SubjectPage,
 } from "./types.js";
 import { randomId } from "./uuid.js";
 
@@ -91,6 +98,21 @@ export interface CallOptions {
   headers?: Record<string, string>;
   /** This call's retry policy, replacing the client's. */
   retry?: RetryOptions | false;
+}
+
+/** An instant: a `Date`, or an RFC 3339 string (`2026-01-31T12:00:00Z`). */
+export type Instant = Date | string;
+
+function instant(value: Instant): string {
+  return typeof value === "string" ? value : value.toISOString();
+}
+
+export interface AsOfOptions extends CallOptions {
+  /**
+   * Read the resource as it was at this instant, folded from the log: the
+   * answer carries an `as_of` object naming the last event at or before it.
+   */
+  asOf?: Instant;
 }
 
 export interface ReviseOptions extends CallOptions {
@@ -256,10 +278,16 @@ export class MnemoClient {
 
   // ---- retrieval ----------------------------------------------------------
 
-  /** One page of a subject's memories, newest first (GET /v1/subjects/{subject}/memories). */
-  async listMemories(subject: string, query: ListMemoriesQuery = {}, options?: CallOptions): Promise<MemoryPage> {
+  /**
+   * One page of a subject's memories, newest first (GET /v1/subjects/{subject}/memories).
+   * With `asOf`, the page as it was then, each memory with its `as_of`.
+   */
+  async listMemories(subject: string, query: ListMemoriesQuery, options: AsOfOptions & { asOf: Instant }): Promise<MemoryAsOfPage>;
+  async listMemories(subject: string, query?: ListMemoriesQuery, options?: AsOfOptions): Promise<MemoryPage>;
+  async listMemories(subject: string, query: ListMemoriesQuery = {}, options?: AsOfOptions): Promise<MemoryPage | MemoryAsOfPage> {
+    const asOf = options?.asOf === undefined ? {} : { as_of: instant(options.asOf) };
     return this.request<MemoryPage>(
-      { method: "GET", path: `/v1/subjects/${seg(subject)}/memories`, query, idempotent: true },
+      { method: "GET", path: `/v1/subjects/${seg(subject)}/memories`, query: { ...query, ...asOf }, idempotent: true },
       options,
     );
   }
@@ -276,9 +304,15 @@ export class MnemoClient {
     }
   }
 
-  /** A memory at its current version (GET /v1/memories/{id}); read-your-writes. */
-  async getMemory(id: string, options?: CallOptions): Promise<Memory> {
-    return this.request<Memory>({ method: "GET", path: `/v1/memories/${seg(id)}`, idempotent: true }, options);
+  /**
+   * A memory at its current version (GET /v1/memories/{id}); read-your-writes.
+   * With `asOf`, the memory as it was then, with its `as_of`.
+   */
+  async getMemory(id: string, options: AsOfOptions & { asOf: Instant }): Promise<MemoryAsOf>;
+  async getMemory(id: string, options?: AsOfOptions): Promise<Memory>;
+  async getMemory(id: string, options?: AsOfOptions): Promise<Memory | MemoryAsOf> {
+    const query = options?.asOf === undefined ? undefined : { as_of: instant(options.asOf) };
+    return this.request<Memory>({ method: "GET", path: `/v1/memories/${seg(id)}`, query, idempotent: true }, options);
   }
 
   /** Every version of a memory, oldest first (GET /v1/memories/{id}/history). */
@@ -309,12 +343,57 @@ export class MnemoClient {
     );
   }
 
-  /** The subject's latest rolling profile (GET /v1/subjects/{subject}/profile); 404 when it has none. */
-  async profile(subject: string, options?: CallOptions): Promise<Profile> {
+  /**
+   * The subject's latest rolling profile (GET /v1/subjects/{subject}/profile); 404 when it has none.
+   * With `asOf`, the last update recorded by then, with its `as_of`.
+   */
+  async profile(subject: string, options: AsOfOptions & { asOf: Instant }): Promise<ProfileAsOf>;
+  async profile(subject: string, options?: AsOfOptions): Promise<Profile>;
+  async profile(subject: string, options?: AsOfOptions): Promise<Profile | ProfileAsOf> {
+    const query = options?.asOf === undefined ? undefined : { as_of: instant(options.asOf) };
     return this.request<Profile>(
-      { method: "GET", path: `/v1/subjects/${seg(subject)}/profile`, idempotent: true },
+      { method: "GET", path: `/v1/subjects/${seg(subject)}/profile`, query, idempotent: true },
       options,
     );
+  }
+
+  /** {@link MnemoClient.profile} under the name the other reads follow. */
+  async getProfile(subject: string, options: AsOfOptions & { asOf: Instant }): Promise<ProfileAsOf>;
+  async getProfile(subject: string, options?: AsOfOptions): Promise<Profile>;
+  async getProfile(subject: string, options?: AsOfOptions): Promise<Profile | ProfileAsOf> {
+    return this.profile(subject, options);
+  }
+
+  // ---- audit of a subject's memories --------------------------------------
+
+  /**
+   * What changed for a subject's memories in `(from, to]`, oldest first, each
+   * change with the memory before and after it
+   * (GET /v1/subjects/{subject}/changes). `to` defaults to now.
+   */
+  async subjectChanges(
+    subject: string,
+    query: Omit<SubjectChangesQuery, "from" | "to"> & { from: Instant; to?: Instant },
+    options?: CallOptions,
+  ): Promise<ChangePage> {
+    const { from, to, ...rest } = query;
+    return this.request<ChangePage>(
+      {
+        method: "GET",
+        path: `/v1/subjects/${seg(subject)}/changes`,
+        query: { ...rest, from: instant(from), to: to === undefined ? undefined : instant(to) },
+        idempotent: true,
+      },
+      options,
+    );
+  }
+
+  /**
+   * One page of the tenant's subjects with their memories counted by state,
+   * by subject id (GET /v1/subjects). A subject-bound token sees its own.
+   */
+  async listSubjects(query: ListSubjectsQuery = {}, options?: CallOptions): Promise<SubjectPage> {
+    return this.request<SubjectPage>({ method: "GET", path: "/v1/subjects", query, idempotent: true }, options);
   }
 
   // ---- review -------------------------------------------------------------

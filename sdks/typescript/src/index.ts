@@ -1,7 +1,9 @@
 export { MnemoClient, DEFAULT_BASE_URL } from "./client.js";
 export type {
+  AsOfOptions,
   CallOptions,
   DeleteOptions,
+  Instant,
   MnemoClientOptions,
   ReviseOptions,
   TokenSource,

@@ -49,11 +49,25 @@ export type ReviewStats = Schemas["ReviewStats"];
 export type ConsolidationTotals = Schemas["ConsolidationTotals"];
 export type ConsolidationReport = Schemas["ConsolidationReport"];
 export type Episode = Schemas["Episode"];
+export type AsOf = Schemas["AsOf"];
+export type AsOfEvent = Schemas["AsOfEvent"];
+export type MemoryAsOf = Schemas["MemoryAsOf"];
+export type MemoryAsOfPage = Schemas["MemoryAsOfPage"];
+export type ProfileAsOf = Schemas["ProfileAsOf"];
+export type Change = Schemas["Change"];
+export type ChangeKind = Schemas["Change"]["change"];
+export type ChangePage = Schemas["ChangePage"];
+export type SubjectSummary = Schemas["SubjectSummary"];
+export type SubjectPage = Schemas["SubjectPage"];
 
 type QueryOf<K extends keyof operations> = NonNullable<operations[K]["parameters"]["query"]>;
 
 /** Filters and paging of GET /v1/subjects/{subject}/memories. */
 export type ListMemoriesQuery = QueryOf<"listMemories">;
+/** Window and paging of GET /v1/subjects/{subject}/changes. */
+export type SubjectChangesQuery = QueryOf<"subjectChanges">;
+/** Prefix and paging of GET /v1/subjects. */
+export type ListSubjectsQuery = QueryOf<"listSubjects">;
 /** Filters and paging of GET /v1/audit. */
 export type ListAuditQuery = QueryOf<"listAuditEvents">;
 /** Filters and paging of GET /v1/review. */

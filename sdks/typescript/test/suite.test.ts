@@ -7,6 +7,7 @@
 import { after, before, describe } from "node:test";
 
 import { agent } from "./agent.cases.js";
+import { asOf } from "./asof.cases.js";
 import { errors } from "./errors.cases.js";
 import { examples } from "./examples.cases.js";
 import { mnemo } from "./harness.js";
@@ -22,6 +23,7 @@ describe("@mnemo/client against mnemo serve", { timeout: 600_000 }, () => {
   describe("errors", errors);
   describe("retries", retries);
   describe("pagination and reviews", pagination);
+  describe("as-of reads, changes and subjects", asOf);
   describe("agentTurn", agent);
   describe("examples", examples);
 });

@@ -259,6 +259,15 @@ enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         rounds: usize,
     },
+    /// Median latency of the as-of reads and the changes read for one
+    /// subject with many memory events (creates, revisions, archives).
+    Asof {
+        #[arg(long, default_value_t = 10_000)]
+        events: usize,
+        /// Timed requests per read.
+        #[arg(long, default_value_t = 20)]
+        queries: usize,
+    },
 }
 
 fn settings(
@@ -529,6 +538,10 @@ async fn bench(what: BenchCommand) -> anyhow::Result<()> {
         })
         .await
         .context("the embed bench panicked")?,
+        BenchCommand::Asof { events, queries } => {
+            mnemo_lab::bench_asof::asof(mnemo_lab::bench_asof::AsOfBenchArgs { events, queries })
+                .await
+        }
     }
 }
 

@@ -8,6 +8,7 @@
 //! index, the server's HTTP API) rather than stand-ins of its own.
 
 pub mod bench;
+pub mod bench_asof;
 pub mod bench_embed;
 pub mod bench_search;
 pub mod dev_kafka;

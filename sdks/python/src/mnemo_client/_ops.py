@@ -141,6 +141,9 @@ def create_memory(subject: str, memory: m.NewMemory) -> Call[m.Memory]:
     )
 
 
+Instant = Union[datetime, str]
+
+
 def list_memories(
     subject: str,
     *,
@@ -149,18 +152,49 @@ def list_memories(
     state: Optional[CsvLike] = None,
     limit: Optional[int] = None,
     cursor: Optional[str] = None,
-) -> Call[m.MemoryPage]:
+    as_of: Optional[Instant] = None,
+) -> Call[Union[m.MemoryPage, m.MemoryAsOfPage]]:
+    page: "type[Union[m.MemoryPage, m.MemoryAsOfPage]]" = m.MemoryPage if as_of is None else m.MemoryAsOfPage
     return Call(
         "GET",
         f"/v1/subjects/{_seg(subject)}/memories",
-        _model(m.MemoryPage),
+        _model(page),
         idempotent=True,
-        params=_params(kind=_csv(kind), tag=_csv(tag), state=_csv(state), limit=limit, cursor=cursor),
+        params=_params(kind=_csv(kind), tag=_csv(tag), state=_csv(state), limit=limit, cursor=cursor, as_of=as_of),
     )
 
 
-def get_memory(memory_id: Union[str, uuid.UUID]) -> Call[m.Memory]:
-    return Call("GET", f"/v1/memories/{_seg(str(memory_id))}", _model(m.Memory), idempotent=True)
+def get_memory(memory_id: Union[str, uuid.UUID], *, as_of: Optional[Instant] = None) -> Call[m.Memory]:
+    # A MemoryAsOf is a Memory with its `as_of`.
+    model: "type[m.Memory]" = m.Memory if as_of is None else m.MemoryAsOf
+    return Call(
+        "GET",
+        f"/v1/memories/{_seg(str(memory_id))}",
+        _model(model),
+        idempotent=True,
+        params=_params(as_of=as_of),
+    )
+
+
+def subject_changes(
+    subject: str,
+    *,
+    from_: Instant,
+    to: Optional[Instant] = None,
+    limit: Optional[int] = None,
+    cursor: Optional[str] = None,
+) -> Call[m.ChangePage]:
+    params = _params(to=to, limit=limit, cursor=cursor)
+    params.update(_params(**{"from": from_}))
+    return Call("GET", f"/v1/subjects/{_seg(subject)}/changes", _model(m.ChangePage), idempotent=True, params=params)
+
+
+def list_subjects(
+    *, prefix: Optional[str] = None, limit: Optional[int] = None, cursor: Optional[str] = None
+) -> Call[m.SubjectPage]:
+    return Call(
+        "GET", "/v1/subjects", _model(m.SubjectPage), idempotent=True, params=_params(prefix=prefix, limit=limit, cursor=cursor)
+    )
 
 
 def revise_memory(
@@ -240,8 +274,12 @@ def consolidate(subject: str, session: Optional[str] = None) -> Call[m.Consolida
     )
 
 
-def profile(subject: str) -> Call[m.Profile]:
-    return Call("GET", f"/v1/subjects/{_seg(subject)}/profile", _model(m.Profile), idempotent=True)
+def profile(subject: str, *, as_of: Optional[Instant] = None) -> Call[m.Profile]:
+    # A ProfileAsOf is a Profile with its `as_of`.
+    model: "type[m.Profile]" = m.Profile if as_of is None else m.ProfileAsOf
+    return Call(
+        "GET", f"/v1/subjects/{_seg(subject)}/profile", _model(model), idempotent=True, params=_params(as_of=as_of)
+    )
 
 
 def list_reviews(

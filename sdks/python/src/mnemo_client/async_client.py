@@ -167,8 +167,11 @@ class AsyncMnemoClient(ClientBase):
 
     # --- retrieval ------------------------------------------------------
 
-    async def get_memory(self, memory_id: Id) -> m.Memory:
-        return await self._call(ops.get_memory(memory_id))
+    async def get_memory(self, memory_id: Id, *, as_of: Optional[ops.Instant] = None) -> m.Memory:
+        """The memory now, or with ``as_of`` (a timezone-aware datetime or an
+        RFC 3339 string) as it was then: a :class:`MemoryAsOf` naming the
+        last event at or before the instant."""
+        return await self._call(ops.get_memory(memory_id, as_of=as_of))
 
     async def memory_history(self, memory_id: Id) -> m.MemoryHistory:
         return await self._call(ops.memory_history(memory_id))
@@ -182,8 +185,13 @@ class AsyncMnemoClient(ClientBase):
         state: Optional[CsvLike] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> m.MemoryPage:
-        return await self._call(ops.list_memories(subject, kind=kind, tag=tag, state=state, limit=limit, cursor=cursor))
+        as_of: Optional[ops.Instant] = None,
+    ) -> Union[m.MemoryPage, m.MemoryAsOfPage]:
+        """A page of the subject's memories, newest first; with ``as_of``, as
+        they were then (a :class:`MemoryAsOfPage`)."""
+        return await self._call(
+            ops.list_memories(subject, kind=kind, tag=tag, state=state, limit=limit, cursor=cursor, as_of=as_of)
+        )
 
     async def iter_memories(
         self,
@@ -265,8 +273,37 @@ class AsyncMnemoClient(ClientBase):
         )
         return await self._call(ops.context(subject, body))
 
-    async def profile(self, subject: str) -> m.Profile:
-        return await self._call(ops.profile(subject))
+    async def profile(self, subject: str, *, as_of: Optional[ops.Instant] = None) -> m.Profile:
+        """The subject's latest profile; with ``as_of``, the last update
+        recorded by then (a :class:`ProfileAsOf`)."""
+        return await self._call(ops.profile(subject, as_of=as_of))
+
+    async def get_profile(self, subject: str, *, as_of: Optional[ops.Instant] = None) -> m.Profile:
+        """:meth:`profile` under the name the other reads follow."""
+        return await self.profile(subject, as_of=as_of)
+
+    # --- audit of a subject's memories ------------------------------------
+
+    async def subject_changes(
+        self,
+        subject: str,
+        *,
+        from_: ops.Instant,
+        to: Optional[ops.Instant] = None,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+    ) -> m.ChangePage:
+        """What changed for the subject's memories in ``(from_, to]`` (``to``
+        defaults to now), oldest first, each change with the memory before
+        and after it."""
+        return await self._call(ops.subject_changes(subject, from_=from_, to=to, limit=limit, cursor=cursor))
+
+    async def list_subjects(
+        self, *, prefix: Optional[str] = None, limit: Optional[int] = None, cursor: Optional[str] = None
+    ) -> m.SubjectPage:
+        """A page of the tenant's subjects with their memories counted by
+        state, by subject id; a subject-bound token sees its own."""
+        return await self._call(ops.list_subjects(prefix=prefix, limit=limit, cursor=cursor))
 
     # --- review ---------------------------------------------------------
 

@@ -166,8 +166,11 @@ class MnemoClient(ClientBase):
 
     # --- retrieval ------------------------------------------------------
 
-    def get_memory(self, memory_id: Id) -> m.Memory:
-        return self._call(ops.get_memory(memory_id))
+    def get_memory(self, memory_id: Id, *, as_of: Optional[ops.Instant] = None) -> m.Memory:
+        """The memory now, or with ``as_of`` (a timezone-aware datetime or an
+        RFC 3339 string) as it was then: a :class:`MemoryAsOf` naming the
+        last event at or before the instant."""
+        return self._call(ops.get_memory(memory_id, as_of=as_of))
 
     def memory_history(self, memory_id: Id) -> m.MemoryHistory:
         return self._call(ops.memory_history(memory_id))
@@ -181,8 +184,13 @@ class MnemoClient(ClientBase):
         state: Optional[CsvLike] = None,
         limit: Optional[int] = None,
         cursor: Optional[str] = None,
-    ) -> m.MemoryPage:
-        return self._call(ops.list_memories(subject, kind=kind, tag=tag, state=state, limit=limit, cursor=cursor))
+        as_of: Optional[ops.Instant] = None,
+    ) -> Union[m.MemoryPage, m.MemoryAsOfPage]:
+        """A page of the subject's memories, newest first; with ``as_of``, as
+        they were then (a :class:`MemoryAsOfPage`)."""
+        return self._call(
+            ops.list_memories(subject, kind=kind, tag=tag, state=state, limit=limit, cursor=cursor, as_of=as_of)
+        )
 
     def iter_memories(
         self,
@@ -263,8 +271,37 @@ class MnemoClient(ClientBase):
         )
         return self._call(ops.context(subject, body))
 
-    def profile(self, subject: str) -> m.Profile:
-        return self._call(ops.profile(subject))
+    def profile(self, subject: str, *, as_of: Optional[ops.Instant] = None) -> m.Profile:
+        """The subject's latest profile; with ``as_of``, the last update
+        recorded by then (a :class:`ProfileAsOf`)."""
+        return self._call(ops.profile(subject, as_of=as_of))
+
+    def get_profile(self, subject: str, *, as_of: Optional[ops.Instant] = None) -> m.Profile:
+        """:meth:`profile` under the name the other reads follow."""
+        return self.profile(subject, as_of=as_of)
+
+    # --- audit of a subject's memories ------------------------------------
+
+    def subject_changes(
+        self,
+        subject: str,
+        *,
+        from_: ops.Instant,
+        to: Optional[ops.Instant] = None,
+        limit: Optional[int] = None,
+        cursor: Optional[str] = None,
+    ) -> m.ChangePage:
+        """What changed for the subject's memories in ``(from_, to]`` (``to``
+        defaults to now), oldest first, each change with the memory before
+        and after it."""
+        return self._call(ops.subject_changes(subject, from_=from_, to=to, limit=limit, cursor=cursor))
+
+    def list_subjects(
+        self, *, prefix: Optional[str] = None, limit: Optional[int] = None, cursor: Optional[str] = None
+    ) -> m.SubjectPage:
+        """A page of the tenant's subjects with their memories counted by
+        state, by subject id; a subject-bound token sees its own."""
+        return self._call(ops.list_subjects(prefix=prefix, limit=limit, cursor=cursor))
 
     # --- review ---------------------------------------------------------
 
