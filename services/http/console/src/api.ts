@@ -43,7 +43,8 @@ export type ChangeKind =
   | "reviewed";
 
 export interface Change {
-  memory_id: string;
+  /** `null` for a rejected review (no memory). */
+  memory_id: string | null;
   change: ChangeKind;
   at: string;
   event_id: string;

@@ -34,7 +34,14 @@ function ThemeToggle() {
   return (
     <label class="theme">
       <span>Theme</span>
-      <select value={theme} onChange={(e) => setTheme((e.currentTarget as HTMLSelectElement).value as Theme)}>
+      <select
+        value={theme}
+        onChange={(e) => {
+          const chosen = (e.currentTarget as HTMLSelectElement).value as Theme;
+          applyTheme(chosen);
+          setTheme(chosen);
+        }}
+      >
         <option value="system">System</option>
         <option value="light">Light</option>
         <option value="dark">Dark</option>

@@ -201,7 +201,7 @@ export function ErasuresPage({ id }: { id: string | null }) {
   return (
     <>
       <h1>Erasures</h1>
-      <Needs scope="gdpr:erase" what="Erasures">
+      <Needs scope="gdpr:erase" what="The erasures page">
         {id ? <Receipt id={id} /> : <Start />}
         <Past />
       </Needs>

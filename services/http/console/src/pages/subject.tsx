@@ -184,13 +184,17 @@ function ChangeItem({ change }: { change: Change }) {
         </span>
       )}
       {": "}
-      <a href={href.memory(change.memory_id)}>
-        {before !== null && after !== null && before !== after ? (
-          <DiffText pieces={wordDiff(before, after)} />
-        ) : (
-          (after ?? before ?? shortId(change.memory_id))
-        )}
-      </a>
+      {change.memory_id ? (
+        <a href={href.memory(change.memory_id)}>
+          {before !== null && after !== null && before !== after ? (
+            <DiffText pieces={wordDiff(before, after)} />
+          ) : (
+            (after ?? before ?? shortId(change.memory_id))
+          )}
+        </a>
+      ) : (
+        <span>{before ?? after ?? "a rejected proposal"}</span>
+      )}
       {change.reason && <span class="muted"> — {change.reason}</span>}
     </li>
   );
@@ -326,8 +330,8 @@ function TimeTravel({ subject, memories }: { subject: string; memories: Memory[]
                 <p class="muted">Nothing changed since.</p>
               ) : (
                 <ol class="changes" aria-labelledby="since-heading">
-                  {past.data.changes.map((c) => (
-                    <ChangeItem key={c.event_id} change={c} />
+                  {past.data.changes.map((c, index) => (
+                    <ChangeItem key={`${c.event_id}-${c.memory_id ?? index}`} change={c} />
                   ))}
                 </ol>
               )}
@@ -463,16 +467,16 @@ export function SubjectPage({ subject }: { subject: string }) {
         {claims.scopes.has("gdpr:erase") && <a href={href.erasures(undefined, subject)}>Erase {subject}…</a>}
       </p>
       <Needs scope="memories:read" what="This subject's memories">
-        <ProfileSection subject={subject} />
         <Loaded state={memories} what="memories">
           {(list) => (
             <>
+              <TimeTravel subject={subject} memories={list} />
               <Memories memories={list} />
               <RelationGraph memories={list} />
-              <TimeTravel subject={subject} memories={list} />
             </>
           )}
         </Loaded>
+        <ProfileSection subject={subject} />
         <TryIt subject={subject} />
       </Needs>
     </>
