@@ -1,6 +1,7 @@
 //! API tests: the embedded application on a random port with a fresh data
 //! dir, driven over real HTTP.
 
+mod asof;
 mod bad_input;
 mod canary;
 mod episodes;

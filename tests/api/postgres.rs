@@ -76,3 +76,18 @@ async fn the_server_runs_on_postgresql_end_to_end() {
         .unwrap();
     assert_eq!(keys, 0);
 }
+
+/// The subject list on PostgreSQL: the same checks as on SQLite, through
+/// the tenant's row-level security.
+#[tokio::test]
+async fn subjects_are_listed_on_postgresql() {
+    let db = mnemo_pg::testsupport::TestDatabase::new().await;
+    let url = db.url_as(mnemo_pg::APP_ROLE);
+    let key = base64::engine::general_purpose::STANDARD.encode([7u8; 32]);
+    let app = spawn_app_with(&[
+        ("MNEMO_DATABASE_URL", url.as_str()),
+        ("MNEMO_MASTER_KEY", key.as_str()),
+    ])
+    .await;
+    crate::asof::check_subject_list(&app).await;
+}

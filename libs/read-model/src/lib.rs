@@ -19,6 +19,7 @@
 //! subject's row back.
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use mnemo_crypto::CryptoError;
 use mnemo_domain::{Memory, MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
 
@@ -39,6 +40,63 @@ pub struct MemoryFilter {
     /// Keyset cursor: memories older than this id (ids are time-ordered).
     pub before: Option<MemoryId>,
     pub limit: u32,
+}
+
+/// Which of a tenant's subjects [`MemoryReadModel::list_subjects`] returns.
+/// Subject ids are pseudonymous names the client chose for streams, kept in
+/// clear in the read model (as in the log) so they can be listed; nothing
+/// of the subject's content is read.
+#[derive(Debug, Clone, Default)]
+pub struct SubjectFilter {
+    /// Only subject ids starting with this (compared as bytes, no pattern).
+    pub prefix: Option<String>,
+    /// Only this subject (a subject-bound caller's own).
+    pub only: Option<SubjectId>,
+    /// Keyset cursor: subjects after this id, in byte order.
+    pub after: Option<SubjectId>,
+    pub limit: u32,
+}
+
+/// A subject of the tenant and its memories, counted by state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubjectSummary {
+    pub subject: SubjectId,
+    /// Memories per state, only the states it has, in [`MemoryState::ALL`]
+    /// order.
+    pub states: Vec<(MemoryState, u64)>,
+    /// When one of its memories last changed (its latest `updated_at`).
+    pub last_activity: Option<DateTime<Utc>>,
+}
+
+/// Rows of (subject, state, count, latest update) in subject order, grouped
+/// into summaries. Shared by both adapters, whose queries return that shape.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn summarise(
+    rows: Vec<(String, String, i64, Option<DateTime<Utc>>)>,
+) -> Result<Vec<SubjectSummary>, ReadModelError> {
+    let mut summaries: Vec<SubjectSummary> = Vec::new();
+    for (subject, state, count, last) in rows {
+        let subject = SubjectId::parse(subject)
+            .map_err(|_| ReadModelError::Corrupt("subject_id".into()))?;
+        let state =
+            MemoryState::parse(&state).ok_or_else(|| ReadModelError::Corrupt("state".into()))?;
+        if summaries.last().map(|s| &s.subject) != Some(&subject) {
+            summaries.push(SubjectSummary {
+                subject,
+                states: Vec::new(),
+                last_activity: None,
+            });
+        }
+        let summary = summaries.last_mut().expect("pushed above");
+        summary.states.push((state, count.max(0) as u64));
+        summary.last_activity = summary.last_activity.max(last);
+    }
+    for summary in &mut summaries {
+        summary
+            .states
+            .sort_by_key(|(state, _)| MemoryState::ALL.iter().position(|s| s == state));
+    }
+    Ok(summaries)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -113,6 +171,13 @@ pub trait MemoryReadModel: Send + Sync + 'static {
         after: Option<(TenantId, SubjectId)>,
         limit: u32,
     ) -> Result<Vec<(TenantId, SubjectId)>, ReadModelError>;
+    /// A page of the tenant's subjects that have memories, by subject id,
+    /// each with its memories counted by state (deleted ones included).
+    async fn list_subjects(
+        &self,
+        tenant: &TenantId,
+        filter: &SubjectFilter,
+    ) -> Result<Vec<SubjectSummary>, ReadModelError>;
     /// Deletes every row of the subject; returns how many memories went.
     async fn delete_subject(
         &self,

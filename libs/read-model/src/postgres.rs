@@ -28,7 +28,10 @@ use sqlx::types::Json;
 use sqlx::Row;
 
 use crate::sealed::{self, StoredRow};
-use crate::{in_order_of, unique_in_order, MemoryFilter, MemoryReadModel, ReadModelError};
+use crate::{
+    in_order_of, summarise, unique_in_order, MemoryFilter, MemoryReadModel, ReadModelError,
+    SubjectFilter, SubjectSummary,
+};
 
 #[derive(Clone)]
 pub struct PostgresMemoryReadModel {
@@ -321,6 +324,48 @@ impl MemoryReadModel for PostgresMemoryReadModel {
                 ))
             })
             .collect()
+    }
+
+    async fn list_subjects(
+        &self,
+        tenant: &TenantId,
+        filter: &SubjectFilter,
+    ) -> Result<Vec<SubjectSummary>, ReadModelError> {
+        // The page of subjects first (`subject_id` is `COLLATE "C"`: byte
+        // order, as on SQLite), then their counts: one statement, in the
+        // tenant's transaction, so row-level security applies.
+        let mut builder = sqlx::QueryBuilder::new(
+            "SELECT subject_id, state, COUNT(*) AS n, MAX(updated_at) AS last FROM memories \
+             WHERE tenant_id = ",
+        );
+        builder.push_bind(tenant.as_str());
+        builder.push(" AND subject_id IN (SELECT DISTINCT subject_id FROM memories WHERE tenant_id = ");
+        builder.push_bind(tenant.as_str());
+        if let Some(only) = &filter.only {
+            builder.push(" AND subject_id = ").push_bind(only.as_str());
+        }
+        if let Some(prefix) = &filter.prefix {
+            // A comparison, not LIKE: `_` and `%` in a prefix mean themselves.
+            builder
+                .push(" AND starts_with(subject_id, ")
+                .push_bind(prefix.clone())
+                .push(")");
+        }
+        if let Some(after) = &filter.after {
+            builder.push(" AND subject_id > ").push_bind(after.as_str());
+        }
+        builder
+            .push(" ORDER BY subject_id LIMIT ")
+            .push_bind(i64::from(filter.limit.max(1)))
+            .push(") GROUP BY subject_id, state ORDER BY subject_id, state");
+        let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
+        let rows: Vec<(String, String, i64, Option<DateTime<Utc>>)> = builder
+            .build_query_as()
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        summarise(rows)
     }
 
     async fn delete_subject(

@@ -18,7 +18,10 @@ use mnemo_domain::{
 use sqlx::{Row, SqlitePool};
 
 use crate::sealed::{self, StoredRow};
-use crate::{in_order_of, unique_in_order, MemoryFilter, MemoryReadModel, ReadModelError};
+use crate::{
+    in_order_of, summarise, unique_in_order, MemoryFilter, MemoryReadModel, ReadModelError,
+    SubjectFilter, SubjectSummary,
+};
 
 /// Ids bound in one `get_many` statement. SQLite refuses a statement with
 /// more bound parameters than `SQLITE_MAX_VARIABLE_NUMBER`: 32 766 in the
@@ -364,6 +367,61 @@ impl MemoryReadModel for SqliteMemoryReadModel {
                 ))
             })
             .collect()
+    }
+
+    async fn list_subjects(
+        &self,
+        tenant: &TenantId,
+        filter: &SubjectFilter,
+    ) -> Result<Vec<SubjectSummary>, ReadModelError> {
+        // The page of subjects first (the index on tenant and subject keeps
+        // it a range scan), then their counts: one statement.
+        let mut builder = sqlx::QueryBuilder::new(
+            "SELECT subject_id, state, COUNT(*) AS n, MAX(updated_at) AS last FROM memories \
+             WHERE tenant_id = ",
+        );
+        builder.push_bind(tenant.as_str());
+        builder.push(" AND subject_id IN (SELECT DISTINCT subject_id FROM memories WHERE tenant_id = ");
+        builder.push_bind(tenant.as_str());
+        if let Some(only) = &filter.only {
+            builder.push(" AND subject_id = ").push_bind(only.as_str());
+        }
+        if let Some(prefix) = &filter.prefix {
+            // A comparison, not LIKE: `_` and `%` in a prefix mean themselves.
+            builder
+                .push(" AND substr(subject_id, 1, length(")
+                .push_bind(prefix.clone())
+                .push(")) = ")
+                .push_bind(prefix.clone());
+        }
+        if let Some(after) = &filter.after {
+            builder.push(" AND subject_id > ").push_bind(after.as_str());
+        }
+        builder
+            .push(" ORDER BY subject_id LIMIT ")
+            .push_bind(i64::from(filter.limit.max(1)))
+            .push(") GROUP BY subject_id, state ORDER BY subject_id, state");
+        let rows = builder
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend)?;
+        let rows = rows
+            .iter()
+            .map(|row| {
+                let last: Option<i64> = row.get("last");
+                let last = match last {
+                    Some(micros) => Some(
+                        Utc.timestamp_micros(micros)
+                            .single()
+                            .ok_or_else(|| ReadModelError::Corrupt("updated_at".into()))?,
+                    ),
+                    None => None,
+                };
+                Ok((row.get("subject_id"), row.get("state"), row.get("n"), last))
+            })
+            .collect::<Result<Vec<_>, ReadModelError>>()?;
+        summarise(rows)
     }
 
     async fn delete_subject(

@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * List a subject's memories
-         * @description The subject's memories from the read model, newest first (by memory id, which is time-ordered), with keyset pagination. Filters combine with AND. By default every state except `deleted` is listed. The list is a projection of the log and trails writes by the relay lag (see `relay_lag` on /readyz): a memory just created or changed may not be listed, or be listed at its previous version, for a moment; read a single memory for read-your-writes. `next_cursor` is set when the page is full; pass it as `cursor` for the next page. An unknown query parameter is refused (400 `invalid_query`). A subject-bound token may only list its own subject (403 otherwise).
+         * @description The subject's memories from the read model, newest first (by memory id, which is time-ordered), with keyset pagination. Filters combine with AND. By default every state except `deleted` is listed. The list is a projection of the log and trails writes by the relay lag (see `relay_lag` on /readyz): a memory just created or changed may not be listed, or be listed at its previous version, for a moment; read a single memory for read-your-writes. `next_cursor` is set when the page is full; pass it as `cursor` for the next page. An unknown query parameter is refused (400 `invalid_query`). A subject-bound token may only list its own subject (403 otherwise). With `as_of`, the list as it was then, folded from the log in one pass over the subject's memory events (not from the read model, so it does not trail the log), with the same filters, order and cursor; each memory carries `as_of`.
          */
         get: operations["listMemories"];
         put?: never;
@@ -42,6 +42,46 @@ export interface paths {
          * @description Writes a memory about the subject directly (producer `api`, no source messages), as version 1 of a new memory stream. The content is PII-scrubbed by the tenant's policy before storage and stored encrypted with the subject's key. Tags are normalized (trimmed, lower-cased, de-duplicated) and a tag that looks like personal data is refused (422 `tag_contains_pii`) instead of being rewritten; they are stored sealed with the subject's key (and as keyed tokens for the tag filters), like the content, so an erasure leaves nothing of them readable. `confidence` defaults to 1; `importance` defaults to 0.3 + 0.5 x confidence, plus 0.1 for a preference or 0.05 for a decision, capped at 1. Returns the memory with its `Location` and `ETag`; the memory is readable at once via GET /v1/memories/{id}, while subject lists show it after the relay lag. A subject-bound token may only write to its own subject (403 otherwise). `sources` name the subject's messages by the ids they were posted with (provenance); an id not posted for the subject since its last erasure answers 422 `unknown_source` (message ids are compared as keyed tokens under the subject's key, so after an erasure an id posted before it cannot be told from one never posted, by design).
          */
         post: operations["createMemory"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subjects/{subject}/changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What changed for a subject's memories between two instants
+         * @description Every change to the subject's memories recorded in `(from, to]`, oldest first, each with the event (type, actor, reason, producer), and the memory just before and right after it, folded from the log. An auditor's diff: what the agent came to believe, stopped believing, and why. The cost is one pass over the subject's memory events up to the page's last change (`docs/audit.md`). A subject-bound token may only read its own subject (403 otherwise).
+         */
+        get: operations["subjectChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/subjects": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the tenant's subjects
+         * @description The tenant's subjects that have memories, by subject id, each with its memories counted by state and its last memory change, from the read model (so it trails writes by the relay lag). Subject ids are the pseudonymous ids the tenant chose; nothing of a subject's content is read. A subject-bound token sees its own subject only.
+         */
+        get: operations["listSubjects"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -117,7 +157,7 @@ export interface paths {
         };
         /**
          * Get a memory
-         * @description The memory's current state, folded from its own event stream in the log, so it is read-your-writes: a write that has returned is visible here at once (unlike lists, which trail the log by the relay lag). Deleted memories are still returned, with `state: deleted`. Once the memory's subject was erased, the memory answers 410 `subject_erased` (the id existed; its content was destroyed on request and never comes back); its history stays readable. The `ETag` header carries the version for a later `If-Match`. A memory of another tenant is a 404, indistinguishable from one that does not exist; a memory of another subject than a subject-bound token's is a 403.
+         * @description The memory's current state, folded from its own event stream in the log, so it is read-your-writes: a write that has returned is visible here at once (unlike lists, which trail the log by the relay lag). Deleted memories are still returned, with `state: deleted`. Once the memory's subject was erased, the memory answers 410 `subject_erased` (the id existed; its content was destroyed on request and never comes back); its history stays readable. The `ETag` header carries the version for a later `If-Match`. A memory of another tenant is a 404, indistinguishable from one that does not exist; a memory of another subject than a subject-bound token's is a 403. With `as_of`, the memory as it was then (folded from its events recorded at or before the instant; its provenance and relations as of then too), plus `as_of`; 404 `memory_not_found` when it had no event by then; no `ETag`.
          */
         get: operations["getMemory"];
         put?: never;
@@ -545,7 +585,7 @@ export interface paths {
         };
         /**
          * Get a subject's profile
-         * @description The subject's latest profile: the rolling summary the consolidator rewrites as memories accumulate, with the memories it folded in. 404 `profile_not_found` when the subject has none (or was erased).
+         * @description The subject's latest profile: the rolling summary the consolidator rewrites as memories accumulate, with the memories it folded in. 404 `profile_not_found` when the subject has none (or was erased). With `as_of`, the last profile update recorded at or before the instant, plus `as_of`; 404 `profile_not_found` when there was none by then.
          */
         get: operations["getProfile"];
         put?: never;
@@ -1427,6 +1467,178 @@ export interface components {
             /** @description The episode and the `window` turns on each side from the same session, in conversation order, each with the fields above except `turns`. */
             turns: Record<string, never>[];
         };
+        /** @description The last event recorded at or before the instant: the one that made the resource what it was then. */
+        AsOfEvent: {
+            /**
+             * Format: uuid
+             * @description The event id (see `/v1/audit`).
+             */
+            id: string;
+            /** @description The event type, e.g. `MemoryRevised`. */
+            type: string;
+            /** Format: date-time */
+            recorded_at: string;
+            /** @description Who appended it: the token's `sub`, or a service name (`consolidator`, `forgetter`). */
+            actor: string;
+            /** @description The reason the event gives (a revision's or a state change's reason, a review's note); `null` when it gives none or the subject was erased. */
+            reason: string | null;
+        };
+        AsOf: {
+            /**
+             * Format: date-time
+             * @description The instant asked for.
+             */
+            at: string;
+            event: components["schemas"]["AsOfEvent"];
+        };
+        /** @description A memory as it was at an instant: the memory's fields as of then (provenance and relations too), plus `as_of`. */
+        MemoryAsOf: {
+            /**
+             * Format: uuid
+             * @description Time-ordered (UUIDv7).
+             */
+            id: string;
+            /** @description The subject the memory is about. */
+            subject: string;
+            /** @enum {string} */
+            kind: "fact" | "preference" | "decision" | "rule" | "status";
+            /** @description The content as stored (PII scrubbed); `null` once the subject was erased (only seen in a history: an erased memory itself answers 410). */
+            content: string | null;
+            tags: string[];
+            /** @description 0 to 1, rounded to 4 decimals. */
+            confidence: number;
+            /** @description 0 to 1, rounded to 4 decimals. */
+            importance: number;
+            /**
+             * @description `erased` only in a memory's history (GET /v1/memories/{id}/history) once its subject was erased: the memory itself then answers 410 `subject_erased`, and lists, search and exports no longer hold it.
+             * @enum {string}
+             */
+            state: "active" | "pending_review" | "archived" | "superseded" | "deleted" | "erased";
+            /** @description The stream version of the last change (1 after creation); the ETag. */
+            version: number;
+            provenance: {
+                /** @description The message events the memory came from (empty for a direct write). */
+                source_event_ids: string[];
+                producer: components["schemas"]["Producer"];
+            };
+            session: string | null;
+            agent: string | null;
+            /** @description How many times later messages confirmed the memory. */
+            reinforcements: number;
+            /**
+             * Format: uuid
+             * @description The memory that superseded or absorbed this one.
+             */
+            superseded_by: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The memory's edges to other memories, in the order they were added (added by the consolidator). */
+            relations: components["schemas"]["Relation"][];
+            as_of: components["schemas"]["AsOf"];
+        };
+        MemoryAsOfPage: {
+            /** @description Newest first, as in the present list. */
+            memories: components["schemas"]["MemoryAsOf"][];
+            /**
+             * Format: uuid
+             * @description Set when the page is full: pass it as `cursor` for the next page (which may be empty). `null` on the last page.
+             */
+            next_cursor: string | null;
+        };
+        /** @description The profile as it was at an instant, plus `as_of` (its event is the `ProfileUpdated`). */
+        ProfileAsOf: {
+            subject: string;
+            /** @description The summary as stored (PII scrubbed). */
+            summary: string;
+            /** @description The update's version in the subject's profile stream. */
+            version: number;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The memories this update folded in. */
+            memory_ids: string[];
+            /**
+             * Format: int64
+             * @description The log position up to which memories are covered.
+             */
+            covers_position: number;
+            producer: components["schemas"]["Producer"] | null;
+            as_of: components["schemas"]["AsOf"];
+        };
+        /** @description One change to one of the subject's memories. `change` maps the event type: `MemoryCreated` → `created`; `MemoryRevised`, `MemoryReinforced` (new sources) and `RelationAdded` (a new edge) → `revised`; `MemorySuperseded` → `superseded`; `MemoryMerged` → `merged`; `MemoryArchived` → `archived`; `MemoryRestored` → `restored`; `MemoryDeleted` → `deleted`; `ReviewResolved` (a person's decision on a held candidate) → `reviewed`. */
+        Change: {
+            /**
+             * Format: uuid
+             * @description The memory changed. For `reviewed`: the memory an approval or an edit creates (its `created` follows), `null` for a rejection.
+             */
+            memory_id: string | null;
+            /** @enum {string} */
+            change: "created" | "revised" | "superseded" | "merged" | "archived" | "restored" | "deleted" | "reviewed";
+            /**
+             * Format: date-time
+             * @description When the event was recorded.
+             */
+            at: string;
+            /** Format: uuid */
+            event_id: string;
+            /** @description The event type, e.g. `MemoryArchived`. */
+            event_type: string;
+            /** @description Who appended it: the token's `sub` (the reviewer for `reviewed`), or a service name (`consolidator`, `forgetter`). */
+            actor: string;
+            /** @description The reason the event gives (a revision's, a state change's, a supersede's or merge's reason, a review's note); `null` when none or erased. */
+            reason: string | null;
+            /** @description Who produced the memory, for `created` (its provenance's producer); `null` for every other change, whose events carry none. */
+            producer: {
+                /** @description `api`, `rules`, `llm`. */
+                strategy: string;
+                model: string | null;
+                prompt_version: string | null;
+            } | null;
+            /** @description For `reviewed`: the review and its decision; `null` otherwise. */
+            review: {
+                /**
+                 * Format: uuid
+                 * @description The review (see `/v1/review`).
+                 */
+                id: string;
+                /** @enum {string} */
+                decision: "approve" | "edit" | "reject";
+            } | null;
+            /** @description The memory as of just before the event; `null` when it did not exist yet. */
+            before: components["schemas"]["Memory"] | null;
+            /** @description The memory right after the event; `null` when the event created none (a rejected review). */
+            after: components["schemas"]["Memory"] | null;
+        };
+        ChangePage: {
+            /** @description Oldest first (log order). */
+            items: components["schemas"]["Change"][];
+            /** @description Set when more changes follow: pass it as `cursor` for the next page. `null` on the last page. */
+            next_cursor: string | null;
+        };
+        SubjectSummary: {
+            /** @description The subject id (pseudonymous, as the tenant chose it). */
+            subject: string;
+            /** @description The subject's memories counted by state, every state present (0 when none). */
+            memories: {
+                active: number;
+                pending_review: number;
+                archived: number;
+                superseded: number;
+                deleted: number;
+            };
+            /**
+             * Format: date-time
+             * @description When one of its memories last changed (the latest `updated_at`).
+             */
+            last_activity: string | null;
+        };
+        SubjectPage: {
+            /** @description By subject id (byte order). */
+            items: components["schemas"]["SubjectSummary"][];
+            /** @description Set when the page is full: pass it as `cursor` for the next page (which may be empty). `null` on the last page. */
+            next_cursor: string | null;
+        };
     };
     responses: {
         /** @description Bad request: malformed JSON, a body or query that does not match the schema, or an invalid id or parameter. */
@@ -1696,6 +1908,11 @@ export interface operations {
                 limit?: number;
                 /** @description The `next_cursor` of the previous page (a memory id): only memories older than it are listed. Not a UUID: 400 `invalid_id`. */
                 cursor?: string;
+                /**
+                 * @description An instant (RFC 3339, e.g. `2026-01-31T12:00:00Z`; any offset; microseconds count, finer digits are truncated). When given, the answer is what the log says it was then: folded from the events recorded at or before the instant, never from the read model, and it carries an `as_of` object naming the last such event. Without it, the answer is today's. Not RFC 3339: 400 `invalid_as_of`.
+                 * @example 2026-01-31T12:00:00Z
+                 */
+                as_of?: string;
             };
             header?: {
                 /** @description W3C Trace Context header (55 characters). The request span continues the caller's trace. */
@@ -1712,16 +1929,16 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of memories. */
+            /** @description A page of memories (with `as_of`: as they were then). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MemoryPage"];
+                    "application/json": components["schemas"]["MemoryPage"] | components["schemas"]["MemoryAsOfPage"];
                 };
             };
-            /** @description `invalid_query` (unknown parameter or wrong type), `invalid_id` (subject or cursor), `invalid_kind`, `invalid_state`, `invalid_limit`, `parameter_too_long` (`kind`, `tag` or `state` over 1024 characters). Also `invalid_path` (the path segment cannot be decoded). */
+            /** @description `invalid_query` (unknown parameter or wrong type), `invalid_id` (subject or cursor), `invalid_kind`, `invalid_state`, `invalid_limit`, `parameter_too_long` (`kind`, `tag` or `state` over 1024 characters). Also `invalid_path` (the path segment cannot be decoded). `invalid_as_of`. */
             400: components["responses"]["BadRequest"];
             /** @description The bearer token is missing or invalid: `missing_token`, `malformed_token`, `invalid_signature`, `algorithm_not_allowed`, `unknown_key`, `token_expired`, `token_not_yet_valid`, `wrong_audience`, `wrong_issuer`, `invalid_claims`. */
             401: components["responses"]["Unauthorized"];
@@ -1822,6 +2039,117 @@ export interface operations {
             /** @description `internal_error`: an unexpected server-side failure (details are logged, never returned). */
             500: components["responses"]["InternalError"];
             /** @description `unavailable`: the event store is unavailable; retry later. */
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    subjectChanges: {
+        parameters: {
+            query: {
+                /**
+                 * @description Start of the window, exclusive (RFC 3339). Missing: 400 `missing_parameter`; not RFC 3339: 400 `invalid_time`.
+                 * @example 2026-01-31T12:00:00Z
+                 */
+                from: string;
+                /**
+                 * @description End of the window, inclusive (RFC 3339; default: now). Not RFC 3339: 400 `invalid_time`; not after `from`: 400 `invalid_range`.
+                 * @example 2026-01-31T12:00:00Z
+                 */
+                to?: string;
+                /** @description Page size, 1 to 500 (default 50). Out of range: 400 `invalid_limit`. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page. Not one we gave: 400 `invalid_cursor`. */
+                cursor?: string;
+            };
+            header?: {
+                /** @description W3C Trace Context header (55 characters). The request span continues the caller's trace. */
+                traceparent?: string;
+            };
+            path: {
+                /**
+                 * @description The subject: an opaque, pseudonymous subject id chosen by the tenant (never an e-mail address or a name). 1 to 128 ASCII letters, digits and `. _ : -`, starting with a letter or digit. Anything else is refused with 400 `invalid_id`.
+                 * @example user-8f3a2c
+                 */
+                subject: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of changes. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangePage"];
+                };
+            };
+            /** @description `invalid_query` (unknown parameter or wrong type), `invalid_id`, `missing_parameter`, `invalid_time`, `invalid_range`, `invalid_limit`, `invalid_cursor`. */
+            400: components["responses"]["BadRequest"];
+            /** @description The bearer token is missing or invalid: `missing_token`, `malformed_token`, `invalid_signature`, `algorithm_not_allowed`, `unknown_key`, `token_expired`, `token_not_yet_valid`, `wrong_audience`, `wrong_issuer`, `invalid_claims`. */
+            401: components["responses"]["Unauthorized"];
+            /** @description `insufficient_scope` (the token lacks `memories:read`) or `subject_forbidden` (the token is bound to another subject than the path's). */
+            403: components["responses"]["Forbidden"];
+            /** @description `unavailable`: the log is unavailable; retry later. */
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSubjects: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only subject ids starting with this (a plain prefix: `_` and `%` mean themselves). At most 128 characters (400 `parameter_too_long`).
+                 * @example user-
+                 */
+                prefix?: string;
+                /** @description Page size, 1 to 500 (default 50). Out of range: 400 `invalid_limit`. */
+                limit?: number;
+                /** @description The `next_cursor` of the previous page (a subject id): only subjects after it. Not a subject id: 400 `invalid_cursor`. */
+                cursor?: string;
+            };
+            header?: {
+                /** @description W3C Trace Context header (55 characters). The request span continues the caller's trace. */
+                traceparent?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of subjects. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "items": [
+                     *         {
+                     *           "subject": "user-8f3a2c",
+                     *           "memories": {
+                     *             "active": 12,
+                     *             "pending_review": 0,
+                     *             "archived": 3,
+                     *             "superseded": 1,
+                     *             "deleted": 0
+                     *           },
+                     *           "last_activity": "2026-01-31T12:00:00.123456Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SubjectPage"];
+                };
+            };
+            /** @description `invalid_query`, `invalid_limit`, `invalid_cursor`, `parameter_too_long`. */
+            400: components["responses"]["BadRequest"];
+            /** @description The bearer token is missing or invalid: `missing_token`, `malformed_token`, `invalid_signature`, `algorithm_not_allowed`, `unknown_key`, `token_expired`, `token_not_yet_valid`, `wrong_audience`, `wrong_issuer`, `invalid_claims`. */
+            401: components["responses"]["Unauthorized"];
+            /** @description `insufficient_scope` (the token lacks `memories:read`). */
+            403: components["responses"]["Forbidden"];
+            /** @description `unavailable`: the read model is unavailable; retry later. */
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2204,7 +2532,13 @@ export interface operations {
     };
     getMemory: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description An instant (RFC 3339, e.g. `2026-01-31T12:00:00Z`; any offset; microseconds count, finer digits are truncated). When given, the answer is what the log says it was then: folded from the events recorded at or before the instant, never from the read model, and it carries an `as_of` object naming the last such event. Without it, the answer is today's. Not RFC 3339: 400 `invalid_as_of`.
+                 * @example 2026-01-31T12:00:00Z
+                 */
+                as_of?: string;
+            };
             header?: {
                 /** @description W3C Trace Context header (55 characters). The request span continues the caller's trace. */
                 traceparent?: string;
@@ -2220,7 +2554,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The memory. */
+            /** @description The memory (with `as_of`: as it was then). */
             200: {
                 headers: {
                     /** @description The memory's version, quoted (e.g. `"2"`); send it back in `If-Match`. */
@@ -2256,10 +2590,10 @@ export interface operations {
                      *       "updated_at": "2025-01-15T09:30:00.123456Z"
                      *     }
                      */
-                    "application/json": components["schemas"]["Memory"];
+                    "application/json": components["schemas"]["Memory"] | components["schemas"]["MemoryAsOf"];
                 };
             };
-            /** @description `invalid_id`: the id is not a UUID. Also `invalid_path` (the path segment cannot be decoded). */
+            /** @description `invalid_id`: the id is not a UUID. Also `invalid_path` (the path segment cannot be decoded). `invalid_as_of`: `as_of` is not an RFC 3339 time. */
             400: components["responses"]["BadRequest"];
             /** @description The bearer token is missing or invalid: `missing_token`, `malformed_token`, `invalid_signature`, `algorithm_not_allowed`, `unknown_key`, `token_expired`, `token_not_yet_valid`, `wrong_audience`, `wrong_issuer`, `invalid_claims`. */
             401: components["responses"]["Unauthorized"];
@@ -3109,7 +3443,13 @@ export interface operations {
     };
     getProfile: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description An instant (RFC 3339, e.g. `2026-01-31T12:00:00Z`; any offset; microseconds count, finer digits are truncated). When given, the answer is what the log says it was then: folded from the events recorded at or before the instant, never from the read model, and it carries an `as_of` object naming the last such event. Without it, the answer is today's. Not RFC 3339: 400 `invalid_as_of`.
+                 * @example 2026-01-31T12:00:00Z
+                 */
+                as_of?: string;
+            };
             header?: never;
             path: {
                 /** @description The subject: an opaque, pseudonymous subject id (same rules as everywhere: 400 `invalid_id` otherwise). */
@@ -3125,10 +3465,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Profile"];
+                    "application/json": components["schemas"]["Profile"] | components["schemas"]["ProfileAsOf"];
                 };
             };
-            /** @description `invalid_id`. */
+            /** @description `invalid_id`, `invalid_as_of`. */
             400: components["responses"]["BadRequest"];
             /** @description The bearer token is missing or invalid. */
             401: components["responses"]["Unauthorized"];

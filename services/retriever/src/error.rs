@@ -44,6 +44,11 @@ pub enum ReadError {
     InvalidRange,
     #[error("cursor is not one we gave")]
     InvalidCursor,
+    /// An instant that is not RFC 3339. Names the parameter.
+    #[error("`{parameter}` must be an RFC 3339 time, like 2026-01-31T12:00:00Z")]
+    InvalidTime { parameter: &'static str },
+    #[error("`{parameter}` is required")]
+    MissingParameter { parameter: &'static str },
     /// A free-text query parameter over its documented maximum. Names the
     /// parameter, never echoes the value.
     #[error("`{parameter}` must be at most {max} characters")]
@@ -74,6 +79,8 @@ impl Classified for ReadError {
             | ReadError::InvalidType(_)
             | ReadError::InvalidRange
             | ReadError::InvalidCursor
+            | ReadError::InvalidTime { .. }
+            | ReadError::MissingParameter { .. }
             | ReadError::ParameterTooLong { .. } => ErrorClass::Malformed,
         }
     }
@@ -95,6 +102,10 @@ impl Classified for ReadError {
             ReadError::InvalidType(_) => "invalid_type",
             ReadError::InvalidRange => "invalid_range",
             ReadError::InvalidCursor => "invalid_cursor",
+            // `as_of` has its own code: the one a console meets most.
+            ReadError::InvalidTime { parameter: "as_of" } => "invalid_as_of",
+            ReadError::InvalidTime { .. } => "invalid_time",
+            ReadError::MissingParameter { .. } => "missing_parameter",
             ReadError::ParameterTooLong { .. } => "parameter_too_long",
         }
     }

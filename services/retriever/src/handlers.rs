@@ -6,15 +6,19 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::Utc;
 use mnemo_auth::Scope;
+use mnemo_domain::MemoryState;
 use mnemo_http::context::event_metadata;
 use mnemo_http::views::{EventView, MemoryView};
 use mnemo_http::{ApiError, Authenticated, ErasurePath, MemoryPath, SubjectPath};
 use serde_json::json;
 
+use crate::asof::{
+    self, AsOfQuery, ChangesQuery, ChangesRequest, ListAsOfRequest, MemoryAsOfRequest,
+};
 use crate::error::ReadError;
 use crate::read::{
     self, AuditQuery, AuditRequest, ExportRequest, ListQuery, ListRequest, MemoryRequest,
-    ReceiptRequest,
+    ReceiptRequest, SubjectsQuery, SubjectsRequest,
 };
 use crate::report::{self, ReportQuery, ReportRequest};
 use crate::review::{self, ReviewListQuery, ReviewListRequest, StatsQuery, StatsRequest};
@@ -23,8 +27,22 @@ use crate::RetrieverState;
 pub async fn get_memory(
     Authenticated(principal): Authenticated,
     MemoryPath(id): MemoryPath,
+    query: web::Query<AsOfQuery>,
     state: web::Data<RetrieverState>,
 ) -> Result<HttpResponse, ApiError> {
+    if let Some(at) = query.instant()? {
+        let found = asof::memory_as_of(
+            &state,
+            MemoryAsOfRequest {
+                caller: &principal,
+                memory: id,
+                at,
+            },
+        )
+        .await?;
+        // No ETag: a past version is no precondition for a write.
+        return Ok(HttpResponse::Ok().json(found.to_json(at)));
+    }
     let memory = read::get_memory(
         &state,
         MemoryRequest {
@@ -65,17 +83,97 @@ pub async fn list_memories(
     state: web::Data<RetrieverState>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_scope(Scope::MemoriesRead)?;
+    let query = query.into_inner();
+    if let Some(raw) = query.as_of.as_deref() {
+        let at = asof::parse_instant("as_of", raw)?;
+        let page = asof::list_as_of(
+            &state,
+            ListAsOfRequest {
+                tenant: principal.tenant,
+                subject,
+                filter: query.filter()?,
+                at,
+            },
+        )
+        .await?;
+        let views: Vec<_> = page.items.iter().map(|m| m.to_json(at)).collect();
+        return Ok(
+            HttpResponse::Ok().json(json!({"memories": views, "next_cursor": page.next_cursor}))
+        );
+    }
     let page = read::list_memories(
         &state,
         ListRequest {
+            tenant: principal.tenant,
+            subject,
+            query,
+        },
+    )
+    .await?;
+    let views: Vec<_> = page.items.iter().map(MemoryView::of).collect();
+    Ok(HttpResponse::Ok().json(json!({"memories": views, "next_cursor": page.next_cursor})))
+}
+
+pub async fn subject_changes(
+    Authenticated(principal): Authenticated,
+    SubjectPath(subject): SubjectPath,
+    query: web::Query<ChangesQuery>,
+    state: web::Data<RetrieverState>,
+) -> Result<HttpResponse, ApiError> {
+    principal.require_scope(Scope::MemoriesRead)?;
+    let page = asof::changes(
+        &state,
+        ChangesRequest {
             tenant: principal.tenant,
             subject,
             query: query.into_inner(),
         },
     )
     .await?;
-    let views: Vec<_> = page.items.iter().map(MemoryView::of).collect();
-    Ok(HttpResponse::Ok().json(json!({"memories": views, "next_cursor": page.next_cursor})))
+    let items: Vec<_> = page.items.iter().map(asof::Change::to_json).collect();
+    Ok(HttpResponse::Ok().json(json!({"items": items, "next_cursor": page.next_cursor})))
+}
+
+pub async fn list_subjects(
+    Authenticated(principal): Authenticated,
+    query: web::Query<SubjectsQuery>,
+    state: web::Data<RetrieverState>,
+) -> Result<HttpResponse, ApiError> {
+    principal.require_scope(Scope::MemoriesRead)?;
+    let page = read::list_subjects(
+        &state,
+        SubjectsRequest {
+            caller: &principal,
+            query: query.into_inner(),
+        },
+    )
+    .await?;
+    let items: Vec<_> = page
+        .items
+        .iter()
+        .map(|summary| {
+            // Every state a row can hold, zero when the subject has none,
+            // so a client reads a fixed shape (erased is never stored).
+            let counts: serde_json::Map<String, serde_json::Value> = MemoryState::ALL
+                .iter()
+                .filter(|s| **s != MemoryState::Erased)
+                .map(|state| {
+                    let n = summary
+                        .states
+                        .iter()
+                        .find(|(s, _)| s == state)
+                        .map_or(0, |(_, n)| *n);
+                    (state.as_str().to_owned(), json!(n))
+                })
+                .collect();
+            json!({
+                "subject": summary.subject.as_str(),
+                "memories": counts,
+                "last_activity": summary.last_activity,
+            })
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({"items": items, "next_cursor": page.next_cursor})))
 }
 
 pub async fn export_subject(
@@ -188,9 +286,18 @@ pub async fn consolidation_report(
 pub async fn get_profile(
     Authenticated(principal): Authenticated,
     SubjectPath(subject): SubjectPath,
+    query: web::Query<AsOfQuery>,
     state: web::Data<RetrieverState>,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_scope(Scope::MemoriesRead)?;
+    if let Some(at) = query.instant()? {
+        let (profile, cause) = asof::profile_as_of(&state, &principal.tenant, &subject, at)
+            .await?
+            .ok_or(ReadError::ProfileNotFound)?;
+        let mut body = profile.to_json(&subject);
+        body["as_of"] = json!({"at": at, "event": cause.to_json()});
+        return Ok(HttpResponse::Ok().json(body));
+    }
     let profile = review::latest_profile(&state, &principal.tenant, &subject)
         .await?
         .ok_or(ReadError::ProfileNotFound)?;

@@ -1,12 +1,14 @@
 //! The retriever: keeps the projections of memory events (the read model
 //! now; the vector index next) and serves reads: a memory, a subject's
 //! memories, a memory's history, the subject export, the tenant audit log
-//! and erasure receipts.
+//! and erasure receipts, the tenant's subjects, and what a subject's
+//! memories were at an instant and how they changed (`asof`, from the log).
 //!
 //! A single memory and its history are read from the log itself (streams
 //! are short), so they are consistent the moment a write returns; lists come
 //! from the read model and trail the log by the relay's lag.
 
+pub mod asof;
 pub mod context;
 pub mod episodes;
 pub mod error;
@@ -64,6 +66,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/memories/{id}"),
     ("GET", "/v1/memories/{id}/history"),
     ("GET", "/v1/subjects/{subject}/memories"),
+    ("GET", "/v1/subjects/{subject}/changes"),
+    ("GET", "/v1/subjects"),
     ("GET", "/v1/subjects/{subject}/export"),
     ("GET", "/v1/audit"),
     ("GET", "/v1/consolidation/report"),
@@ -87,6 +91,11 @@ pub fn configure(state: Arc<RetrieverState>) -> impl Fn(&mut web::ServiceConfig)
                 "/v1/subjects/{subject}/memories",
                 web::get().to(handlers::list_memories),
             )
+            .route(
+                "/v1/subjects/{subject}/changes",
+                web::get().to(handlers::subject_changes),
+            )
+            .route("/v1/subjects", web::get().to(handlers::list_subjects))
             .route(
                 "/v1/subjects/{subject}/export",
                 web::get().to(handlers::export_subject),

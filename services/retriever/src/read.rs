@@ -17,7 +17,7 @@ use mnemo_domain::{
 use mnemo_event_store::sealed::{Decoded, Pending};
 use mnemo_event_store::{EventQuery, ExpectedVersion};
 use mnemo_http::views::{unmark, MemoryView};
-use mnemo_read_model::MemoryFilter;
+use mnemo_read_model::{MemoryFilter, SubjectFilter, SubjectSummary};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -43,7 +43,7 @@ fn check_length(parameter: &'static str, value: Option<&str>, max: usize) -> Res
     }
 }
 
-fn page_size(limit: Option<u32>) -> Result<u32, ReadError> {
+pub(crate) fn page_size(limit: Option<u32>) -> Result<u32, ReadError> {
     match limit {
         None => Ok(DEFAULT_PAGE),
         Some(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
@@ -214,6 +214,40 @@ pub struct ListQuery {
     pub state: Option<String>,
     pub limit: Option<u32>,
     pub cursor: Option<String>,
+    /// RFC 3339: the list as it was then, folded from the log
+    /// ([`crate::asof::list_as_of`]).
+    pub as_of: Option<String>,
+}
+
+impl ListQuery {
+    /// The filter the query asks for, checked; the same for the list from
+    /// the read model and the one folded from the log.
+    pub fn filter(&self) -> Result<MemoryFilter, ReadError> {
+        check_length("kind", self.kind.as_deref(), MAX_LIST_PARAM_CHARS)?;
+        check_length("tag", self.tag.as_deref(), MAX_LIST_PARAM_CHARS)?;
+        check_length("state", self.state.as_deref(), MAX_LIST_PARAM_CHARS)?;
+        let kinds = split(&self.kind)
+            .into_iter()
+            .map(|k| MemoryKind::parse(k).ok_or_else(|| ReadError::InvalidKind(k.to_owned())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let states = split(&self.state)
+            .into_iter()
+            .map(|s| MemoryState::parse(s).ok_or_else(|| ReadError::InvalidState(s.to_owned())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let tags = split(&self.tag)
+            .into_iter()
+            .map(str::to_lowercase)
+            .collect();
+        let limit = page_size(self.limit)?;
+        let before = self.cursor.as_deref().map(MemoryId::parse).transpose()?;
+        Ok(MemoryFilter {
+            kinds,
+            tags,
+            states,
+            before,
+            limit,
+        })
+    }
 }
 
 /// A subject's memories, for a subject whose binding the caller has checked.
@@ -228,31 +262,8 @@ pub async fn list_memories(
     state: &RetrieverState,
     request: ListRequest,
 ) -> Result<Page<Memory, String>, ReadError> {
-    let query = &request.query;
-    check_length("kind", query.kind.as_deref(), MAX_LIST_PARAM_CHARS)?;
-    check_length("tag", query.tag.as_deref(), MAX_LIST_PARAM_CHARS)?;
-    check_length("state", query.state.as_deref(), MAX_LIST_PARAM_CHARS)?;
-    let kinds = split(&query.kind)
-        .into_iter()
-        .map(|k| MemoryKind::parse(k).ok_or_else(|| ReadError::InvalidKind(k.to_owned())))
-        .collect::<Result<Vec<_>, _>>()?;
-    let states = split(&query.state)
-        .into_iter()
-        .map(|s| MemoryState::parse(s).ok_or_else(|| ReadError::InvalidState(s.to_owned())))
-        .collect::<Result<Vec<_>, _>>()?;
-    let tags = split(&query.tag)
-        .into_iter()
-        .map(str::to_lowercase)
-        .collect();
-    let limit = page_size(query.limit)?;
-    let before = query.cursor.as_deref().map(MemoryId::parse).transpose()?;
-    let filter = MemoryFilter {
-        kinds,
-        tags,
-        states,
-        before,
-        limit,
-    };
+    let filter = request.query.filter()?;
+    let limit = filter.limit;
     let memories = state
         .read_model
         .list(&request.tenant, &request.subject, &filter)
@@ -262,6 +273,59 @@ pub async fn list_memories(
         .flatten();
     Ok(Page {
         items: memories,
+        next_cursor,
+    })
+}
+
+// ---------------------------------------------------------------- subjects
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubjectsQuery {
+    /// Only subject ids starting with this.
+    pub prefix: Option<String>,
+    pub limit: Option<u32>,
+    /// Opaque: the `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// The tenant's subjects, for a caller with `memories:read` (checked
+/// before); a subject-bound token sees its own subject only.
+pub struct SubjectsRequest<'a> {
+    pub caller: &'a Principal,
+    pub query: SubjectsQuery,
+}
+
+/// From the read model (subjects with memories), by subject id. Subject ids
+/// are the pseudonymous names streams and rows are keyed by, stored in
+/// clear; nothing of a subject's content is read.
+pub async fn list_subjects(
+    state: &RetrieverState,
+    request: SubjectsRequest<'_>,
+) -> Result<Page<SubjectSummary, String>, ReadError> {
+    let SubjectsRequest { caller, query } = request;
+    check_length("prefix", query.prefix.as_deref(), mnemo_domain::ids::MAX_ID_LEN)?;
+    let limit = page_size(query.limit)?;
+    let after = query
+        .cursor
+        .as_deref()
+        .map(|c| SubjectId::parse(c).map_err(|_| ReadError::InvalidCursor))
+        .transpose()?;
+    let filter = SubjectFilter {
+        prefix: query.prefix.filter(|p| !p.is_empty()),
+        only: caller.visible_subject(None)?,
+        after,
+        limit,
+    };
+    let subjects = state
+        .read_model
+        .list_subjects(&caller.tenant, &filter)
+        .await?;
+    let next_cursor = (subjects.len() as u32 == limit)
+        .then(|| subjects.last().map(|s| s.subject.to_string()))
+        .flatten();
+    Ok(Page {
+        items: subjects,
         next_cursor,
     })
 }

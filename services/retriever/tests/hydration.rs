@@ -84,6 +84,14 @@ impl MemoryReadModel for Counting {
         self.inner.subjects(after, limit).await
     }
 
+    async fn list_subjects(
+        &self,
+        tenant: &TenantId,
+        filter: &mnemo_read_model::SubjectFilter,
+    ) -> Result<Vec<mnemo_read_model::SubjectSummary>, ReadModelError> {
+        self.inner.list_subjects(tenant, filter).await
+    }
+
     async fn delete_subject(
         &self,
         tenant: &TenantId,

@@ -14,7 +14,9 @@ use mnemo_domain::{
     Memory, MemoryId, MemoryKind, MemoryRelation, MemoryState, Producer, Provenance, SessionId,
     SubjectId, SubjectText, TenantId,
 };
-use mnemo_read_model::{MemoryFilter, MemoryReadModel, ReadModelError};
+use mnemo_read_model::{
+    MemoryFilter, MemoryReadModel, ReadModelError, SubjectFilter, SubjectSummary,
+};
 
 /// Writes a row the way the read model did before it was sealed: content,
 /// tags and session in clear, no sealed blob. Each adapter's test file
@@ -189,6 +191,82 @@ pub async fn subjects_are_scanned_across_tenants_in_pages(model: &dyn MemoryRead
     let rest = model.subjects(first.last().cloned(), 10).await.unwrap();
     assert_eq!(rest.len(), 1);
     assert_eq!(rest[0].0.as_str(), "b");
+}
+
+/// A tenant's subjects in byte order, a page at a time, counted by state,
+/// filtered by prefix (`_` and `%` are no patterns) or to one subject, and
+/// never another tenant's.
+pub async fn subjects_of_a_tenant_are_listed_with_counts(model: &dyn MemoryReadModel) {
+    let t = TenantId::parse("t1").unwrap();
+    let other = TenantId::parse("t2").unwrap();
+    let mut last = None;
+    for (subject, state) in [
+        ("bob", MemoryState::Active),
+        ("ann", MemoryState::Active),
+        ("ann", MemoryState::Archived),
+        ("ann", MemoryState::Active),
+        ("ann", MemoryState::Deleted),
+        ("a_x", MemoryState::Superseded),
+        ("carl", MemoryState::Active),
+    ] {
+        let mut m = memory(subject, MemoryKind::Fact, "x", &[]);
+        m.state = state;
+        m.updated_at += chrono::Duration::seconds(1);
+        if subject == "ann" {
+            last = last.max(Some(m.updated_at));
+        }
+        model.upsert(&t, &m).await.unwrap();
+    }
+    model
+        .upsert(&other, &memory("aaron", MemoryKind::Fact, "x", &[]))
+        .await
+        .unwrap();
+    let list = |prefix: Option<&str>, after: Option<&str>, only: Option<&str>, limit| SubjectFilter {
+        prefix: prefix.map(str::to_owned),
+        after: after.map(|s| SubjectId::parse(s).unwrap()),
+        only: only.map(|s| SubjectId::parse(s).unwrap()),
+        limit,
+    };
+    let names = |page: &[SubjectSummary]| -> Vec<String> {
+        page.iter().map(|s| s.subject.to_string()).collect()
+    };
+
+    let first = model.list_subjects(&t, &list(None, None, None, 2)).await.unwrap();
+    assert_eq!(names(&first), ["a_x", "ann"]);
+    assert_eq!(
+        first[1].states,
+        [
+            (MemoryState::Active, 2),
+            (MemoryState::Archived, 1),
+            (MemoryState::Deleted, 1)
+        ]
+    );
+    assert_eq!(first[1].last_activity, last);
+    assert_eq!(first[0].states, [(MemoryState::Superseded, 1)]);
+    let rest = model
+        .list_subjects(&t, &list(None, Some("ann"), None, 2))
+        .await
+        .unwrap();
+    assert_eq!(names(&rest), ["bob", "carl"]);
+    let end = model
+        .list_subjects(&t, &list(None, Some("carl"), None, 2))
+        .await
+        .unwrap();
+    assert!(end.is_empty());
+
+    let a = model.list_subjects(&t, &list(Some("a"), None, None, 10)).await.unwrap();
+    assert_eq!(names(&a), ["a_x", "ann"]);
+    let literal = model.list_subjects(&t, &list(Some("a_"), None, None, 10)).await.unwrap();
+    assert_eq!(names(&literal), ["a_x"]);
+    let pattern = model.list_subjects(&t, &list(Some("%"), None, None, 10)).await.unwrap();
+    assert!(pattern.is_empty());
+    let only = model
+        .list_subjects(&t, &list(None, None, Some("bob"), 10))
+        .await
+        .unwrap();
+    assert_eq!(names(&only), ["bob"]);
+    let theirs = model.list_subjects(&other, &list(None, None, None, 10)).await.unwrap();
+    assert_eq!(names(&theirs), ["aaron"]);
 }
 
 /// Every field comes back as written (timestamps at the microsecond both
@@ -544,6 +622,7 @@ macro_rules! read_model_cases {
             lists_with_filters_pages_and_tenant_isolation,
             erased_content_is_refused_and_subjects_are_deleted,
             subjects_are_scanned_across_tenants_in_pages,
+            subjects_of_a_tenant_are_listed_with_counts,
             round_trips_every_field,
             get_many_keeps_the_order_of_the_ids,
             get_many_skips_missing_ids,

@@ -171,6 +171,92 @@ class MemoryPage(ResponseModel):
     next_cursor: Optional[str]
 
 
+# --- As of an instant, changes, subjects -----------------------------------------
+
+ChangeKind = Literal["created", "revised", "superseded", "merged", "archived", "restored", "deleted", "reviewed"]
+
+
+class AsOfEvent(ResponseModel):
+    """The last event recorded at or before the instant."""
+
+    id: str
+    type: OpenEventType
+    recorded_at: datetime
+    actor: str
+    reason: Optional[str]
+
+
+class AsOf(ResponseModel):
+    at: datetime
+    event: AsOfEvent
+
+
+class MemoryAsOf(Memory):
+    """A memory as it was at an instant (``get_memory(..., as_of=...)``)."""
+
+    as_of: AsOf
+
+
+class MemoryAsOfPage(ResponseModel):
+    memories: List[MemoryAsOf]
+    next_cursor: Optional[str]
+
+
+class ChangeProducer(ResponseModel):
+    """``Change.producer``."""
+
+    strategy: str
+    model: Optional[str]
+    prompt_version: Optional[str]
+
+
+class ChangeReview(ResponseModel):
+    """``Change.review``."""
+
+    id: str
+    decision: Decision
+
+
+class Change(ResponseModel):
+    memory_id: Optional[str]
+    change: ChangeKind
+    at: datetime
+    event_id: str
+    event_type: OpenEventType
+    actor: str
+    reason: Optional[str]
+    producer: Optional[ChangeProducer]
+    review: Optional[ChangeReview]
+    before: Optional[Memory]
+    after: Optional[Memory]
+
+
+class ChangePage(ResponseModel):
+    items: List[Change]
+    next_cursor: Optional[str]
+
+
+class SubjectMemoryCounts(ResponseModel):
+    """``SubjectSummary.memories``: memories by state."""
+
+    active: int
+    pending_review: int
+    archived: int
+    superseded: int
+    deleted: int
+
+
+class SubjectSummary(ResponseModel):
+    subject: str
+    memories: SubjectMemoryCounts
+    last_activity: Optional[datetime]
+
+
+class SubjectPage(ResponseModel):
+    items: List[SubjectSummary]
+    next_cursor: Optional[str]
+
+
 class HistoryEntry(ResponseModel):
     version: int
     event_id: str
@@ -303,6 +389,12 @@ class Profile(ResponseModel):
     memory_ids: List[str]
     covers_position: int
     producer: Optional[Producer]
+
+
+class ProfileAsOf(Profile):
+    """The profile as it was at an instant (``profile(..., as_of=...)``)."""
+
+    as_of: AsOf
 
 
 class ContextResponse(ResponseModel):
@@ -623,4 +715,5 @@ __all__ = [
     "RelationKind",
     "ReviewAction",
     "Decision",
+    "ChangeKind",
 ]
