@@ -260,9 +260,10 @@ test("sign in with a pasted token: the overview, the token kept for the tab only
     const row = page.locator("table tr", { has: page.getByRole("link", { name: "user-42", exact: true }) });
     await row.waitFor();
     assert.match(await row.innerText(), /active \d+/);
-    await page.getByLabel("Search by id prefix").fill("rex");
-    await page.getByRole("link", { name: "rex-2", exact: true }).waitFor();
-    assert.equal(await page.getByRole("link", { name: "user-42", exact: true }).count(), 0);
+    await page.getByLabel("Search by id prefix").fill("nobody");
+    await page.getByText("No subject matches.").waitFor();
+    await page.getByLabel("Search by id prefix").fill("user-4");
+    await row.waitFor();
   }
   // The review backlog and the cost report.
   await page.getByRole("heading", { name: "Review backlog" }).waitFor();

@@ -1,7 +1,7 @@
 // The console's access to the API: the TypeScript SDK (`@mnemo/client`,
-// compiled from its sources) aimed at this origin, plus a small typed
-// wrapper for the time-travel and subject-list endpoints the SDK does not
-// have methods for yet (`as_of`, `…/changes`, `GET /v1/subjects`).
+// compiled from its sources) aimed at this origin, plus a small wrapper for
+// the time-travel and subject-list endpoints the SDK has types but no
+// methods for yet (`as_of`, `…/changes`, `GET /v1/subjects`).
 import {
   MnemoAuthError,
   MnemoClient,
@@ -13,7 +13,7 @@ import {
   MnemoServerError,
   MnemoValidationError,
 } from "@mnemo/client";
-import type { Memory, Producer, Profile } from "@mnemo/client";
+import type { Memory, components } from "@mnemo/client";
 
 import { storedToken } from "./session";
 
@@ -23,54 +23,16 @@ export const client = new MnemoClient({
   timeoutMs: 20_000,
 });
 
-/** The event a state as of T stands on. */
-export interface AsOf {
-  at: string;
-  event: { id: string; type: string; recorded_at: string; actor: string; reason: string | null };
-}
+type Schemas = components["schemas"];
 
-export type MemoryAsOf = Memory & { as_of?: AsOf };
-export type ProfileAsOf = Profile & { as_of?: AsOf };
-
-export type ChangeKind =
-  | "created"
-  | "revised"
-  | "superseded"
-  | "merged"
-  | "archived"
-  | "restored"
-  | "deleted"
-  | "reviewed";
-
-export interface Change {
-  /** `null` for a rejected review (no memory). */
-  memory_id: string | null;
-  change: ChangeKind;
-  at: string;
-  event_id: string;
-  event_type: string;
-  actor: string;
-  reason: string | null;
-  producer: Pick<Producer, "strategy" | "model" | "prompt_version"> | null;
-  before: Memory | null;
-  after: Memory | null;
-}
-
-export interface ChangePage {
-  items: Change[];
-  next_cursor: string | null;
-}
-
-export interface SubjectSummary {
-  subject: string;
-  memories: Record<string, number>;
-  last_activity: string | null;
-}
-
-export interface SubjectPage {
-  items: SubjectSummary[];
-  next_cursor: string | null;
-}
+/** A memory as it was at an instant, with the event it stands on (`as_of`). */
+export type MemoryAsOf = Schemas["MemoryAsOf"];
+export type ProfileAsOf = Schemas["ProfileAsOf"];
+/** One change to one of a subject's memories, with the memory before and after. */
+export type Change = Schemas["Change"];
+export type ChangePage = Schemas["ChangePage"];
+export type SubjectSummary = Schemas["SubjectSummary"];
+export type SubjectPage = Schemas["SubjectPage"];
 
 type Query = Record<string, string | number | undefined | null>;
 

@@ -167,8 +167,15 @@ function Queue() {
     }
   };
 
+  // The key handler is registered once and reads the state of the latest
+  // render, so a key pressed right after another acts on what is shown.
+  const live = useRef({ reviews, index, editing, busy });
+  live.current = { reviews, index, editing, busy };
+  const decideRef = useRef(decide);
+  decideRef.current = decide;
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
+      const { reviews, index, editing, busy } = live.current;
       if (!reviews || reviews.length === 0 || editing || busy) return;
       const target = event.target as HTMLElement | null;
       if (target && /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName)) return;
@@ -184,13 +191,13 @@ function Queue() {
           setIndex(Math.max(0, index - 1));
           break;
         case "a":
-          if (current) void decide(current, "approve");
+          if (current) void decideRef.current(current, "approve");
           break;
         case "e":
           if (current) setEditing(current.id);
           break;
         case "r":
-          if (current) void decide(current, "reject");
+          if (current) void decideRef.current(current, "reject");
           break;
         default:
           return;
@@ -199,7 +206,7 @@ function Queue() {
     };
     document.addEventListener("keydown", onKey);
     return () => document.removeEventListener("keydown", onKey);
-  });
+  }, []);
 
   return (
     <>
