@@ -130,12 +130,27 @@ fn without_as_of(mut memory: Value) -> Value {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Create { tagged: bool },
-    Revise { target: usize, tag: bool },
-    Delete { target: usize },
-    Archive { target: usize },
-    Restore { target: usize },
-    Review { action: u8, target: usize, approve: bool },
+    Create {
+        tagged: bool,
+    },
+    Revise {
+        target: usize,
+        tag: bool,
+    },
+    Delete {
+        target: usize,
+    },
+    Archive {
+        target: usize,
+    },
+    Restore {
+        target: usize,
+    },
+    Review {
+        action: u8,
+        target: usize,
+        approve: bool,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -160,7 +175,10 @@ struct Snapshot {
 
 async fn list(app: &TestApp, token: &str, subject: &str, query: &str) -> Vec<Value> {
     let body = app
-        .get_json(&format!("/v1/subjects/{subject}/memories?limit=500{query}"), token)
+        .get_json(
+            &format!("/v1/subjects/{subject}/memories?limit=500{query}"),
+            token,
+        )
         .await;
     body["memories"].as_array().unwrap().clone()
 }
@@ -195,7 +213,12 @@ async fn run(app: &TestApp, subject: &str, ops: &[Op]) -> Vec<Snapshot> {
                     false => json!({"content": format!("revised {step}")}),
                 };
                 let response = app
-                    .call(Method::PATCH, &format!("/v1/memories/{id}"), &token, Some(body))
+                    .call(
+                        Method::PATCH,
+                        &format!("/v1/memories/{id}"),
+                        &token,
+                        Some(body),
+                    )
                     .await;
                 // A deleted memory cannot be revised: nothing is recorded.
                 assert!(matches!(response.status().as_u16(), 200 | 409));
@@ -236,7 +259,13 @@ async fn run(app: &TestApp, subject: &str, ops: &[Op]) -> Vec<Snapshot> {
                 };
                 let target = target.filter(|_| action != ProposedAction::Create);
                 let review = app
-                    .held("acme", subject, &format!("held {step}"), action, target.as_deref())
+                    .held(
+                        "acme",
+                        subject,
+                        &format!("held {step}"),
+                        action,
+                        target.as_deref(),
+                    )
                     .await;
                 let decision = if *approve { "approve" } else { "reject" };
                 let resolved = app
@@ -433,11 +462,41 @@ async fn changes_between_two_instants_are_exact() {
         summary,
         vec![
             (a.clone(), "created", "MemoryCreated", "alice", Value::Null),
-            (a.clone(), "revised", "MemoryRevised", "bob", json!("she switched")),
-            (a.clone(), "archived", "MemoryArchived", "forgetter", json!("idle for 90 days")),
-            (a.clone(), "restored", "MemoryRestored", "forgetter", Value::Null),
-            (a.clone(), "deleted", "MemoryDeleted", "alice", json!("asked to forget")),
-            (b.clone(), "reviewed", "ReviewResolved", "carol", json!("checked with her")),
+            (
+                a.clone(),
+                "revised",
+                "MemoryRevised",
+                "bob",
+                json!("she switched")
+            ),
+            (
+                a.clone(),
+                "archived",
+                "MemoryArchived",
+                "forgetter",
+                json!("idle for 90 days")
+            ),
+            (
+                a.clone(),
+                "restored",
+                "MemoryRestored",
+                "forgetter",
+                Value::Null
+            ),
+            (
+                a.clone(),
+                "deleted",
+                "MemoryDeleted",
+                "alice",
+                json!("asked to forget")
+            ),
+            (
+                b.clone(),
+                "reviewed",
+                "ReviewResolved",
+                "carol",
+                json!("checked with her")
+            ),
             (b.clone(), "created", "MemoryCreated", "carol", Value::Null),
         ]
     );
@@ -458,7 +517,10 @@ async fn changes_between_two_instants_are_exact() {
     // The decision comes before the memory it creates.
     assert_eq!(items[5]["before"], Value::Null);
     assert_eq!(items[5]["after"], Value::Null);
-    assert_eq!(items[5]["review"], json!({"id": review, "decision": "approve"}));
+    assert_eq!(
+        items[5]["review"],
+        json!({"id": review, "decision": "approve"})
+    );
     assert_eq!(items[6]["before"], Value::Null);
     assert_eq!(content(&items[6]["after"]), "Likes jazz");
     // The producer of a created memory; none for other changes.
@@ -542,7 +604,8 @@ async fn bad_instants_missing_memories_and_other_tenants_are_refused() {
     )
     .await;
     assert_error(
-        app.get("/v1/subjects/dora/changes?from=monday", &token).await,
+        app.get("/v1/subjects/dora/changes?from=monday", &token)
+            .await,
         400,
         "invalid_time",
     )
@@ -618,7 +681,8 @@ async fn bad_instants_missing_memories_and_other_tenants_are_refused() {
     // A token bound to another subject, or without the read scope.
     let erik = app.token("acme", &[Scope::MemoriesRead], Some("erik"));
     assert_error(
-        app.get(&format!("/v1/memories/{id}?as_of={now}"), &erik).await,
+        app.get(&format!("/v1/memories/{id}?as_of={now}"), &erik)
+            .await,
         403,
         "subject_forbidden",
     )
@@ -714,14 +778,22 @@ pub async fn check_subject_list(app: &TestApp) {
     }
     let gone = app.memory(&token, "user-a", "something else").await;
     let deleted = app
-        .call(Method::DELETE, &format!("/v1/memories/{gone}"), &token, None)
+        .call(
+            Method::DELETE,
+            &format!("/v1/memories/{gone}"),
+            &token,
+            None,
+        )
         .await;
     assert_eq!(deleted.status(), 200);
     app.memory(&app.admin("globex"), "user-z", "theirs").await;
     let first = app
-        .wait_for("/v1/subjects?limit=2", &token, "the subjects listed", |body| {
-            body["items"][1]["memories"]["deleted"] == 1
-        })
+        .wait_for(
+            "/v1/subjects?limit=2",
+            &token,
+            "the subjects listed",
+            |body| body["items"][1]["memories"]["deleted"] == 1,
+        )
         .await;
     let names = |body: &Value| -> Vec<String> {
         body["items"]
@@ -757,7 +829,12 @@ pub async fn check_subject_list(app: &TestApp) {
     let own = app.get_json("/v1/subjects", &bound).await;
     assert_eq!(names(&own), ["user-b"]);
     let writer = app.token("acme", &[Scope::MemoriesWrite], None);
-    assert_error(app.get("/v1/subjects", &writer).await, 403, "insufficient_scope").await;
+    assert_error(
+        app.get("/v1/subjects", &writer).await,
+        403,
+        "insufficient_scope",
+    )
+    .await;
     assert_error(
         app.get("/v1/subjects?limit=0", &token).await,
         400,

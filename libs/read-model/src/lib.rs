@@ -76,8 +76,8 @@ fn summarise(
 ) -> Result<Vec<SubjectSummary>, ReadModelError> {
     let mut summaries: Vec<SubjectSummary> = Vec::new();
     for (subject, state, count, last) in rows {
-        let subject = SubjectId::parse(subject)
-            .map_err(|_| ReadModelError::Corrupt("subject_id".into()))?;
+        let subject =
+            SubjectId::parse(subject).map_err(|_| ReadModelError::Corrupt("subject_id".into()))?;
         let state =
             MemoryState::parse(&state).ok_or_else(|| ReadModelError::Corrupt("state".into()))?;
         if summaries.last().map(|s| &s.subject) != Some(&subject) {

@@ -339,7 +339,9 @@ impl MemoryReadModel for PostgresMemoryReadModel {
              WHERE tenant_id = ",
         );
         builder.push_bind(tenant.as_str());
-        builder.push(" AND subject_id IN (SELECT DISTINCT subject_id FROM memories WHERE tenant_id = ");
+        builder.push(
+            " AND subject_id IN (SELECT DISTINCT subject_id FROM memories WHERE tenant_id = ",
+        );
         builder.push_bind(tenant.as_str());
         if let Some(only) = &filter.only {
             builder.push(" AND subject_id = ").push_bind(only.as_str());

@@ -381,7 +381,9 @@ impl MemoryReadModel for SqliteMemoryReadModel {
              WHERE tenant_id = ",
         );
         builder.push_bind(tenant.as_str());
-        builder.push(" AND subject_id IN (SELECT DISTINCT subject_id FROM memories WHERE tenant_id = ");
+        builder.push(
+            " AND subject_id IN (SELECT DISTINCT subject_id FROM memories WHERE tenant_id = ",
+        );
         builder.push_bind(tenant.as_str());
         if let Some(only) = &filter.only {
             builder.push(" AND subject_id = ").push_bind(only.as_str());

@@ -43,9 +43,7 @@ pub fn parse_instant(parameter: &'static str, raw: &str) -> Result<DateTime<Utc>
 /// The exclusive bound [`EventQuery::to`] needs for "recorded at or before
 /// `at`": the stores keep microseconds, so the next microsecond.
 fn through(at: DateTime<Utc>) -> DateTime<Utc> {
-    let floor = at
-        .duration_trunc(Duration::microseconds(1))
-        .unwrap_or(at);
+    let floor = at.duration_trunc(Duration::microseconds(1)).unwrap_or(at);
     floor + Duration::microseconds(1)
 }
 
@@ -192,7 +190,11 @@ fn advance(slot: &mut Option<Memory>, subject: &SubjectId, decoded: &Decoded) {
     if let DomainEvent::MemoryCreated(_) = &decoded.event {
         *slot = Memory::fold(
             subject,
-            [(&decoded.event, recorded.stream_version, recorded.recorded_at)],
+            [(
+                &decoded.event,
+                recorded.stream_version,
+                recorded.recorded_at,
+            )],
         );
     } else if let Some(memory) = slot.as_mut() {
         memory.apply(&decoded.event);
@@ -253,7 +255,10 @@ pub async fn memory_as_of(
     caller.authorize(Scope::MemoriesRead, Some(&subject))?;
     let mut memory = None;
     let mut cause = None;
-    for decoded in events.iter().filter(|d| d.recorded.recorded_at <= request.at) {
+    for decoded in events
+        .iter()
+        .filter(|d| d.recorded.recorded_at <= request.at)
+    {
         advance(&mut memory, &subject, decoded);
         cause = Some(decoded);
     }
@@ -349,14 +354,21 @@ pub async fn list_as_of(
         at,
     } = request;
     let mut folded: BTreeMap<MemoryId, (Option<Memory>, Option<Cause>)> = BTreeMap::new();
-    scan_subject(state, &tenant, &subject, memory_event_types(), at, |decoded| {
-        if let Some(id) = stream_memory(decoded) {
-            let (memory, cause) = folded.entry(id).or_default();
-            advance(memory, &subject, decoded);
-            *cause = Some(Cause::of(decoded));
-        }
-        true
-    })
+    scan_subject(
+        state,
+        &tenant,
+        &subject,
+        memory_event_types(),
+        at,
+        |decoded| {
+            if let Some(id) = stream_memory(decoded) {
+                let (memory, cause) = folded.entry(id).or_default();
+                advance(memory, &subject, decoded);
+                *cause = Some(Cause::of(decoded));
+            }
+            true
+        },
+    )
     .await?;
     let limit = filter.limit;
     let items: Vec<MemoryAsOf> = folded

@@ -304,7 +304,11 @@ pub async fn list_subjects(
     request: SubjectsRequest<'_>,
 ) -> Result<Page<SubjectSummary, String>, ReadError> {
     let SubjectsRequest { caller, query } = request;
-    check_length("prefix", query.prefix.as_deref(), mnemo_domain::ids::MAX_ID_LEN)?;
+    check_length(
+        "prefix",
+        query.prefix.as_deref(),
+        mnemo_domain::ids::MAX_ID_LEN,
+    )?;
     let limit = page_size(query.limit)?;
     let after = query
         .cursor

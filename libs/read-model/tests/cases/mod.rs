@@ -221,17 +221,21 @@ pub async fn subjects_of_a_tenant_are_listed_with_counts(model: &dyn MemoryReadM
         .upsert(&other, &memory("aaron", MemoryKind::Fact, "x", &[]))
         .await
         .unwrap();
-    let list = |prefix: Option<&str>, after: Option<&str>, only: Option<&str>, limit| SubjectFilter {
-        prefix: prefix.map(str::to_owned),
-        after: after.map(|s| SubjectId::parse(s).unwrap()),
-        only: only.map(|s| SubjectId::parse(s).unwrap()),
-        limit,
-    };
+    let list =
+        |prefix: Option<&str>, after: Option<&str>, only: Option<&str>, limit| SubjectFilter {
+            prefix: prefix.map(str::to_owned),
+            after: after.map(|s| SubjectId::parse(s).unwrap()),
+            only: only.map(|s| SubjectId::parse(s).unwrap()),
+            limit,
+        };
     let names = |page: &[SubjectSummary]| -> Vec<String> {
         page.iter().map(|s| s.subject.to_string()).collect()
     };
 
-    let first = model.list_subjects(&t, &list(None, None, None, 2)).await.unwrap();
+    let first = model
+        .list_subjects(&t, &list(None, None, None, 2))
+        .await
+        .unwrap();
     assert_eq!(names(&first), ["a_x", "ann"]);
     assert_eq!(
         first[1].states,
@@ -254,18 +258,30 @@ pub async fn subjects_of_a_tenant_are_listed_with_counts(model: &dyn MemoryReadM
         .unwrap();
     assert!(end.is_empty());
 
-    let a = model.list_subjects(&t, &list(Some("a"), None, None, 10)).await.unwrap();
+    let a = model
+        .list_subjects(&t, &list(Some("a"), None, None, 10))
+        .await
+        .unwrap();
     assert_eq!(names(&a), ["a_x", "ann"]);
-    let literal = model.list_subjects(&t, &list(Some("a_"), None, None, 10)).await.unwrap();
+    let literal = model
+        .list_subjects(&t, &list(Some("a_"), None, None, 10))
+        .await
+        .unwrap();
     assert_eq!(names(&literal), ["a_x"]);
-    let pattern = model.list_subjects(&t, &list(Some("%"), None, None, 10)).await.unwrap();
+    let pattern = model
+        .list_subjects(&t, &list(Some("%"), None, None, 10))
+        .await
+        .unwrap();
     assert!(pattern.is_empty());
     let only = model
         .list_subjects(&t, &list(None, None, Some("bob"), 10))
         .await
         .unwrap();
     assert_eq!(names(&only), ["bob"]);
-    let theirs = model.list_subjects(&other, &list(None, None, None, 10)).await.unwrap();
+    let theirs = model
+        .list_subjects(&other, &list(None, None, None, 10))
+        .await
+        .unwrap();
     assert_eq!(names(&theirs), ["aaron"]);
 }
 
