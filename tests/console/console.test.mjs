@@ -36,6 +36,7 @@ let serverLog = "";
 let base;
 let admin;
 let limited;
+let bound;
 let browser;
 /** What the seeding wrote, for the tests to find. */
 const seeded = {};
@@ -124,6 +125,7 @@ before(async () => {
   await eventually("/healthz", async () => (await fetch(`${base}/healthz`)).ok, 60_000);
   admin = mint("--scope", "all", "--actor", "console-admin");
   limited = mint("--scope", "memories:read", "memories:review", "--actor", "console-reader");
+  bound = mint("--scope", "memories:read", "--subject", "user-42", "--actor", "console-bound");
 
   // A consolidated conversation: memories with source messages.
   await consolidate("user-42", [
@@ -479,5 +481,19 @@ test("a token without audit:read is told why the audit timeline is hidden", asyn
   await accessible(page, "audit hidden");
   await page.getByRole("link", { name: "Audit", exact: true }).click();
   await screenshot(page, "audit-hidden");
+  await done();
+});
+
+test("a token bound to one subject sees that subject only, on a tablet", async () => {
+  const { page, done } = await openContext({ viewport: { width: 800, height: 1100 } });
+  await signIn(page, bound);
+  await page.getByText("Your token is bound to subject user-42: it sees that subject only").waitFor();
+  await page.goto(`${base}/console/subjects/rex`);
+  await page.getByText("Hidden: your token is bound to subject user-42 and cannot see rex.").waitFor();
+  await page.getByRole("link", { name: "Open user-42" }).click();
+  await page.waitForURL(`${base}/console/subjects/user-42`);
+  await page.locator("table.memories").getByRole("link", { name: "Lives in Paris, 7th arrondissement" }).waitFor();
+  await accessible(page, "subject (tablet, bound token)");
+  await screenshot(page, "subject-tablet");
   await done();
 });
