@@ -105,8 +105,8 @@ def routes(crate, module="lib.rs"):
 
 def document_routes():
     """What every service serves besides its own routes: the OpenAPI
-    document, and the /docs page with its assets."""
-    return [("GET", "/openapi.json")] + routes("http", "docs_ui.rs")
+    document, the /docs page with its assets, and the admin console."""
+    return [("GET", "/openapi.json")] + routes("http", "docs_ui.rs") + routes("http", "console.rs")
 
 
 def sample_path(template):

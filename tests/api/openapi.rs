@@ -130,6 +130,84 @@ async fn the_docs_page_and_its_assets_are_served_as_documented() {
     }
 }
 
+/// `/console` is the admin console's shell (what it does is checked in a
+/// browser by `tests/console`): the same page, under the documented policy,
+/// at `/console` and every client-side route below it, linking the two
+/// assets, which are the committed Vite build, unchanged.
+#[tokio::test]
+async fn the_console_and_its_assets_are_served_as_documented() {
+    let app = spawn_app().await;
+    let doc = document(&app).await;
+    let built = |file: &str| {
+        std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../services/http/console/dist")
+                .join(file),
+        )
+        .unwrap()
+    };
+    let documented_policy = |path: &str| {
+        doc["paths"][path]["get"]["responses"]["200"]["headers"]["Content-Security-Policy"]
+            ["description"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches('.')
+            .trim_matches('`')
+            .to_owned()
+    };
+    let get = |path: String| {
+        let request = app.client.get(format!("{}{path}", app.address));
+        async move { request.send().await.unwrap() }
+    };
+
+    let shell = get("/console".into()).await;
+    assert_eq!(shell.status(), 200);
+    let policy = shell.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(policy, documented_policy("/console"));
+    let html = shell.text().await.unwrap();
+    for route in ["/console/subjects/user-42", "/console/review"] {
+        let response = get(route.into()).await;
+        assert_eq!(response.status(), 200, "{route}");
+        assert_eq!(
+            response.headers()["content-security-policy"],
+            documented_policy("/console/{path}").as_str()
+        );
+        assert_eq!(response.text().await.unwrap(), html, "{route}");
+    }
+
+    for (path, file) in [
+        ("/console/console.js", "console.js"),
+        ("/console/console.css", "console.css"),
+    ] {
+        let response = get(path.into()).await;
+        assert_eq!(response.status(), 200, "{path}");
+        let content_type = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let documented = doc["paths"][path]["get"]["responses"]["200"]["content"]
+            .as_object()
+            .unwrap();
+        assert!(
+            documented.contains_key(&content_type),
+            "{path} is served as {content_type}, documented as {:?}",
+            documented.keys()
+        );
+        assert_eq!(response.headers()["x-content-type-options"], "nosniff");
+        let etag = response.headers()["etag"].to_str().unwrap().to_owned();
+        let body = response.bytes().await.unwrap();
+        assert!(
+            body == built(file),
+            "{path} is not dist/{file} as committed"
+        );
+        let link = format!("\"{path}?v={}\"", etag.trim_matches('"'));
+        assert!(html.contains(&link), "{link} not in {html}");
+    }
+}
+
 #[tokio::test]
 async fn health_and_metrics() {
     let app = spawn_app().await;

@@ -48,6 +48,7 @@ pub const SERVE_LOCK_FILE: &str = "serve.lock";
 pub fn routes() -> Vec<(&'static str, &'static str)> {
     let mut routes = vec![("GET", "/openapi.json")];
     routes.extend_from_slice(mnemo_http::docs_ui::ROUTES);
+    routes.extend_from_slice(mnemo_http::console::ROUTES);
     routes.extend_from_slice(health::ROUTES);
     routes.extend_from_slice(mnemo_ingest::ROUTES);
     routes.extend_from_slice(mnemo_retriever::ROUTES);

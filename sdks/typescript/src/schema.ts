@@ -436,6 +436,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Admin console in the browser
+         * @description mnemo's admin console (docs/console.md): a single-page app for an admin who pastes a token on its sign-in screen (kept in the tab's session storage) and then reads the tenant through this API with it: subjects, memories by state and kind, version history with word-level diffs and provenance, time travel, the review queue, the audit timeline and erasures with their receipts. What the token's scopes do not allow is hidden with the reason. The app (Vite-built, `services/http/console`) is compiled into the binary and served from the `/console/…` routes below, so the page loads nothing from anywhere else; its `Content-Security-Policy` lets scripts come from, and requests go to, this server only. Revalidated on every load (`ETag`, `Cache-Control: no-cache`). No authentication (the API calls it makes need a token).
+         */
+        get: operations["consolePage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/console.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Admin console: script
+         * @description The console's script, `services/http/console/dist/console.js` as committed (a Vite build checked by `services/http/console/check`). Linked by `/console` with `?v=` and its current version: such a request may be cached for good (`Cache-Control: public, max-age=31536000, immutable`); without it, or with an old version, the response says `no-cache`. No authentication.
+         */
+        get: operations["consoleScript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/console.css": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Admin console: stylesheet
+         * @description The console's stylesheet, `services/http/console/dist/console.css` as committed (a Vite build checked by `services/http/console/check`). Linked by `/console` with `?v=` and its current version: such a request may be cached for good (`Cache-Control: public, max-age=31536000, immutable`); without it, or with an old version, the response says `no-cache`. No authentication.
+         */
+        get: operations["consoleStylesheet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Admin console: a page of the console
+         * @description Every other path under `/console/` answers the same shell as `/console` (same body, `ETag` and policy): the console routes on the client, so a page such as `/console/subjects/user-42` or `/console/memories/{id}` can be reloaded and shared. No authentication.
+         */
+        get: operations["consoleRoute"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/review": {
         parameters: {
             query?: never;
@@ -3118,6 +3198,132 @@ export interface operations {
                 };
                 content: {
                     "application/javascript; charset=utf-8": string;
+                };
+            };
+            304: components["responses"]["NotModified"];
+        };
+    };
+    consolePage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An `ETag` the client holds: the current one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The HTML shell of the console (it needs JavaScript; without it, it links `/docs`). */
+            200: {
+                headers: {
+                    /** @description `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`. */
+                    "Content-Security-Policy"?: string;
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html; charset=utf-8": string;
+                };
+            };
+            304: components["responses"]["NotModified"];
+        };
+    };
+    consoleScript: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The version `/docs` links the file with (16 hex digits of its SHA-256, also its `ETag`). Only decides how long the response may be cached.
+                 * @example 0123456789abcdef
+                 */
+                v?: components["parameters"]["AssetVersion"];
+            };
+            header?: {
+                /** @description An `ETag` the client holds: the current one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    /** @description `public, max-age=31536000, immutable` when `v` is the current version, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/javascript; charset=utf-8": string;
+                };
+            };
+            304: components["responses"]["NotModified"];
+        };
+    };
+    consoleStylesheet: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The version `/docs` links the file with (16 hex digits of its SHA-256, also its `ETag`). Only decides how long the response may be cached.
+                 * @example 0123456789abcdef
+                 */
+                v?: components["parameters"]["AssetVersion"];
+            };
+            header?: {
+                /** @description An `ETag` the client holds: the current one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    /** @description `public, max-age=31536000, immutable` when `v` is the current version, else `no-cache`. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/css; charset=utf-8": string;
+                };
+            };
+            304: components["responses"]["NotModified"];
+        };
+    };
+    consoleRoute: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description An `ETag` the client holds: the current one answers 304 without a body. */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path: {
+                /**
+                 * @description The console page, e.g. `subjects/user-42`, `memories/0190a5b6-1d1b-7c3e-9a61-3b4f1f0c2d11`, `review`, `audit`, `erasures/{id}` (may contain `/`).
+                 * @example subjects/user-42
+                 */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The HTML shell of the console (it needs JavaScript; without it, it links `/docs`). */
+            200: {
+                headers: {
+                    /** @description `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`. */
+                    "Content-Security-Policy"?: string;
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html; charset=utf-8": string;
                 };
             };
             304: components["responses"]["NotModified"];

@@ -43,7 +43,7 @@ pub struct Asset {
 }
 
 impl Asset {
-    fn new(body: web::Bytes, content_type: &'static str) -> Self {
+    pub(crate) fn new(body: web::Bytes, content_type: &'static str) -> Self {
         let digest = Sha256::digest(&body);
         Asset {
             body,
@@ -127,7 +127,7 @@ async fn script(request: HttpRequest) -> HttpResponse {
 /// revalidated on every load (it names the assets' versions); an asset
 /// asked for by its current tag never changes, so it is cached for good,
 /// while one asked for without it (or by an old tag) is revalidated.
-fn respond(request: &HttpRequest, asset: &Asset, cacheable: bool) -> HttpResponse {
+pub(crate) fn respond(request: &HttpRequest, asset: &Asset, cacheable: bool) -> HttpResponse {
     let etag = EntityTag::new_strong(asset.tag.clone());
     let tagged = request
         .query_string()

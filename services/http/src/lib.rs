@@ -5,13 +5,15 @@
 //! through ([`CountedLog`]), JSON/path/query extractor configs that turn bad
 //! input into 4xx JSON errors, a middleware for request spans and metrics,
 //! the health, readiness and metrics endpoints ([`health`]), the OpenAPI
-//! document ([`openapi`]) and the `/docs` page that renders it from assets
-//! compiled into the binary ([`docs_ui`]). Only `services/` know about
+//! document ([`openapi`]), the `/docs` page that renders it from assets
+//! compiled into the binary ([`docs_ui`]), and the admin console at
+//! `/console`, compiled in the same way ([`console`]). Only `services/` know about
 //! actix-web; errors reach HTTP through their [`mnemo_domain::ErrorClass`],
 //! mapped in [`error`] alone.
 
 pub mod appends;
 pub mod auth;
+pub mod console;
 pub mod context;
 pub mod docs_ui;
 pub mod error;

@@ -14,10 +14,12 @@ pub fn document() -> Value {
     serde_json::from_str(OPENAPI_JSON).expect("openapi.json is valid JSON (tested)")
 }
 
-/// Registers `/openapi.json`, and `/docs` with its assets.
+/// Registers `/openapi.json`, `/docs` with its assets, and the admin
+/// console (`/console`).
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/openapi.json", web::get().to(openapi_json))
-        .configure(crate::docs_ui::configure);
+        .configure(crate::docs_ui::configure)
+        .configure(crate::console::configure);
 }
 
 async fn openapi_json() -> HttpResponse {
