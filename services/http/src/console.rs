@@ -10,10 +10,9 @@
 
 use std::sync::LazyLock;
 
-use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::docs_ui::{respond, Asset};
+use crate::docs_ui::{respond, respond_page, Asset};
 
 /// The page, its client-side routes and its assets, for the route list
 /// (documented in `openapi.json` like every other route).
@@ -70,19 +69,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 async fn page(request: HttpRequest) -> HttpResponse {
-    let mut response = respond(&request, &PAGE, false);
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        header::HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-    );
     // The console's URLs name subjects and memories: a followed link must
-    // not carry them to another site.
-    headers.insert(
-        header::REFERRER_POLICY,
-        header::HeaderValue::from_static("no-referrer"),
-    );
-    response
+    // not carry them to another site (no Referer).
+    respond_page(&request, &PAGE, CONTENT_SECURITY_POLICY)
 }
 
 async fn stylesheet(request: HttpRequest) -> HttpResponse {

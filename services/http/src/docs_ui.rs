@@ -96,14 +96,25 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 async fn page(request: HttpRequest) -> HttpResponse {
-    let mut response = respond(&request, &PAGE, false);
+    // A link followed from a rendered description would otherwise tell its
+    // site this server's address.
+    respond_page(&request, &PAGE, CONTENT_SECURITY_POLICY)
+}
+
+/// A page that holds a pasted token (`/docs`, `/console`): never cached
+/// without revalidation, with its own Content-Security-Policy, and no
+/// Referer sent when a link on it is followed.
+pub(crate) fn respond_page(
+    request: &HttpRequest,
+    page: &Asset,
+    policy: &'static str,
+) -> HttpResponse {
+    let mut response = respond(request, page, false);
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
-        header::HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        header::HeaderValue::from_static(policy),
     );
-    // A link followed from a rendered description would otherwise tell its
-    // site this server's address.
     headers.insert(
         header::REFERRER_POLICY,
         header::HeaderValue::from_static("no-referrer"),

@@ -1,7 +1,7 @@
 //! `mnemo bench embed`: texts per second through the local model, as the
-//! episode projection sends them (a LoCoMo conversation's turns, each with
-//! the turn before it, in calls of [`CALL`] texts), for each way of running
-//! the model, and how far the faster ones move the vectors.
+//! episode projection sends them (a LoCoMo conversation's turns, one text
+//! each, in calls of [`CALL`] texts), for each way of running the model,
+//! and how far the others move the vectors from the first.
 //!
 //! The model dominates how soon a posted conversation is searchable, so its
 //! run options are compared here, in one process on the same texts, rather
@@ -27,29 +27,19 @@ pub struct EmbedBenchArgs {
     pub rounds: usize,
 }
 
-/// The texts: `"<previous turn>\n<turn>"` within a session, like the
-/// episode keys.
+/// The texts: the turns of the file's conversations, one text each, as the
+/// episode projection sends them (an episode's key adds the vector of the
+/// turn before; no text is embedded twice).
 fn texts(file: &PathBuf, count: usize) -> anyhow::Result<Vec<String>> {
     let raw: serde_json::Value = serde_json::from_slice(
         &std::fs::read(file).with_context(|| format!("reading {}", file.display()))?,
     )?;
-    let mut texts = Vec::with_capacity(count);
-    for conversation in parse_conversations(&raw)? {
-        let mut previous: Option<(u32, String)> = None;
-        for turn in conversation.turns {
-            let text = match &previous {
-                Some((session, before)) if *session == turn.session => {
-                    format!("{before}\n{}", turn.content)
-                }
-                _ => turn.content.clone(),
-            };
-            texts.push(text);
-            if texts.len() == count {
-                return Ok(texts);
-            }
-            previous = Some((turn.session, turn.content));
-        }
-    }
+    let texts: Vec<String> = parse_conversations(&raw)?
+        .into_iter()
+        .flat_map(|conversation| conversation.turns)
+        .map(|turn| turn.content)
+        .take(count)
+        .collect();
     anyhow::ensure!(!texts.is_empty(), "{} has no turns", file.display());
     Ok(texts)
 }
