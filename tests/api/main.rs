@@ -2,6 +2,7 @@
 //! dir, driven over real HTTP.
 
 mod asof;
+mod backpressure;
 mod bad_input;
 mod canary;
 mod episodes;

@@ -24,7 +24,8 @@ use mnemo_forgetter::retention::Retention;
 use mnemo_forgetter::targets::{PipelineStateErasure, ReadModelErasure, VectorIndexErasure};
 use mnemo_forgetter::usage::AccessSignals;
 use mnemo_forgetter::{BusCopies, ErasureExecutor};
-use mnemo_http::health::{self, ConsumerGroups, Health};
+use mnemo_http::backlog::{Backlog, BacklogLimits};
+use mnemo_http::health::{self, Health};
 use mnemo_http::{extractor_configs, json_error_bodies, limit_request_headers, observe_requests};
 use mnemo_ingest::{IngestState, Scrubbers};
 use mnemo_retriever::episodes::EpisodeProjection;
@@ -34,6 +35,7 @@ use mnemo_telemetry::Metrics;
 use mnemo_vector_index::VectorIndex;
 use tokio::task::JoinSet;
 
+use crate::backlog::BufferFigures;
 use crate::roles::{Group, Roles};
 use crate::stores::{load_master_key, Stores};
 use crate::vectors::{build_embedder_with_status, open_index};
@@ -131,6 +133,7 @@ impl Application {
                 policies: Arc::new(settings.forgetting.policies.clone()),
             })
         });
+        let backlog = Arc::new(backlog(&settings, &roles, &bus, &relay, &stores));
         let api = Api {
             ingest: roles.ingest.then(|| {
                 Arc::new(IngestState {
@@ -138,6 +141,8 @@ impl Application {
                     scrubbers: Scrubbers::new(settings.pii.clone(), master.clone()),
                     limits: settings.limits,
                     metrics: metrics.clone(),
+                    backlog: backlog.clone(),
+                    quotas: mnemo_ingest::quota::Quotas::new(settings.quotas.clone()),
                 })
             }),
             retriever: match (&vectors, roles.retriever) {
@@ -149,20 +154,7 @@ impl Application {
         };
         let health = Health {
             database: stores.clone(),
-            relay: relay.stats(),
-            consumers: ConsumerGroups {
-                bus: bus.clone(),
-                groups: roles
-                    .groups()
-                    .iter()
-                    .map(|g| {
-                        (
-                            g.name.to_owned(),
-                            g.topics.iter().map(|t| (*t).to_owned()).collect(),
-                        )
-                    })
-                    .collect(),
-            },
+            backlog,
             embedder: vectors.as_ref().map(|v| v.status.clone()),
         };
         let (server, port) = serve_http(&settings, api, health, metrics)?;
@@ -244,6 +236,9 @@ impl Application {
         // Aborted mid-handler, a consumer has not committed: the record is
         // handled again at the next start (handlers are idempotent).
         parts.shutdown().await;
+        if let Some(consolidator) = &self.consolidator {
+            consolidator.stop().await;
+        }
         if let Some(vectors) = &self.vectors {
             if let Err(error) = vectors.index.flush().await {
                 tracing::warn!(error = %error, "vector index flush at shutdown failed");
@@ -428,18 +423,24 @@ fn build_consolidator(
         }
         None => (rules, None),
     };
-    Ok(Consolidator::new(Pipeline {
-        log: log.clone(),
-        buffer: stores.buffer.clone(),
-        strategy,
-        fallback,
-        budget: Arc::default(),
-        metrics: Some(metrics.clone()),
-        embedder: vectors.embedder.clone(),
-        index: vectors.index.clone(),
-        read_model: stores.read_model.clone(),
-        policies: Arc::new(settings.consolidation.clone()),
-    }))
+    let workers = settings
+        .consolidation_workers
+        .unwrap_or_else(mnemo_consolidator::default_workers);
+    Ok(Consolidator::with_workers(
+        Pipeline {
+            log: log.clone(),
+            buffer: stores.buffer.clone(),
+            strategy,
+            fallback,
+            budget: Arc::default(),
+            metrics: Some(metrics.clone()),
+            embedder: vectors.embedder.clone(),
+            index: vectors.index.clone(),
+            read_model: stores.read_model.clone(),
+            policies: Arc::new(settings.consolidation.clone()),
+        },
+        workers,
+    ))
 }
 
 fn retriever_state(
@@ -501,6 +502,47 @@ struct Api {
 
 /// Binds the listener and starts the HTTP server: the roles' APIs, the
 /// OpenAPI document and the health endpoints.
+/// What the process watches of the backlog: its own consumer groups, and
+/// where it consolidates or ingests, the consolidation buffer and the
+/// consolidator's group (ingest refuses messages past the ceiling even in
+/// a process that does not consolidate).
+fn backlog(
+    settings: &Settings,
+    roles: &Roles,
+    bus: &Arc<dyn Bus>,
+    relay: &Relay,
+    stores: &Stores,
+) -> Backlog {
+    let mut groups = roles.groups();
+    let watches_buffer = roles.consolidator || roles.ingest;
+    if watches_buffer && !groups.contains(&Group::CONSOLIDATOR) {
+        groups.push(Group::CONSOLIDATOR);
+    }
+    let groups = groups
+        .iter()
+        .map(|g| {
+            (
+                g.name.to_owned(),
+                g.topics.iter().map(|t| (*t).to_owned()).collect(),
+            )
+        })
+        .collect();
+    let buffer = watches_buffer.then(|| {
+        Arc::new(BufferFigures(stores.buffer.clone())) as Arc<dyn mnemo_http::backlog::BufferProbe>
+    });
+    Backlog::new(
+        bus.clone(),
+        relay.stats(),
+        groups,
+        buffer,
+        BacklogLimits {
+            degraded_records: settings.backlog.degraded_records,
+            degraded_age: settings.backlog.degraded_age,
+            ceiling: settings.backlog.ceiling_messages,
+        },
+    )
+}
+
 fn serve_http(
     settings: &Settings,
     api: Api,

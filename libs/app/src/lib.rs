@@ -11,6 +11,7 @@
 //! benchmark tools live in `tools/lab`, which no service binary links.
 
 pub mod application;
+mod backlog;
 pub mod forget;
 pub mod reindex;
 pub mod roles;

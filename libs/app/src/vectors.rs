@@ -62,7 +62,6 @@ pub async fn open_vector_index(
                 .await
                 .context("cannot bring the vector collection up to date")?;
         index.flush().await?;
-        index.set_durable_writes(true);
         collections.remove_marker(&opening.name)?;
         tracing::info!(
             collection = %opening.name,
@@ -73,6 +72,11 @@ pub async fn open_vector_index(
             "vector collection is current"
         );
     }
+    // The projections flush once per run of records, before they commit
+    // its offsets (`EventHandler::flush`); an erasure's purge and the
+    // shutdown flush too. A durable write per point would cost a rewrite
+    // of every segment per point (see `set_durable_writes`).
+    index.set_durable_writes(false);
     for removed in collections.remove_stale(&opening.name)? {
         tracing::info!(collection = %removed, "removed a vector collection no longer served");
     }

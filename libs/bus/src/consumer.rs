@@ -35,6 +35,16 @@ impl HandlerError {
 pub trait EventHandler: Send + Sync + 'static {
     /// Must be idempotent on `event.event_id`: delivery is at least once.
     async fn handle(&self, event: &RecordedEvent) -> Result<(), HandlerError>;
+
+    /// Makes durable what the events handled since the last call did. The
+    /// consumer calls it after each run of records it polled and before it
+    /// commits their offsets, so a handler may buffer writes (an index
+    /// flush per run instead of one per record) without a crash losing
+    /// what a commit already acknowledged. Must be safe to call again after
+    /// a failure.
+    async fn flush(&self) -> Result<(), HandlerError> {
+        Ok(())
+    }
 }
 
 /// A handler of raw bus records, for topics that do not carry log events
@@ -42,6 +52,11 @@ pub trait EventHandler: Send + Sync + 'static {
 #[async_trait]
 pub trait RecordHandler: Send + Sync + 'static {
     async fn handle_record(&self, delivery: &Delivery) -> Result<(), HandlerError>;
+
+    /// See [`EventHandler::flush`].
+    async fn flush(&self) -> Result<(), HandlerError> {
+        Ok(())
+    }
 }
 
 /// Decodes a log event from the record, then hands it to an [`EventHandler`].
@@ -54,6 +69,10 @@ impl RecordHandler for EnvelopeHandler {
             .map_err(|error| HandlerError::Permanent(format!("undecodable envelope: {error}")))?;
         self.0.handle(&event).await
     }
+
+    async fn flush(&self) -> Result<(), HandlerError> {
+        self.0.flush().await
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -63,6 +82,10 @@ pub struct ConsumerOptions {
     pub max_attempts: u32,
     pub first_backoff: Duration,
     pub poll_timeout: Duration,
+    /// Records handled between two flushes and commits at most: what is
+    /// already waiting is taken in one run (up to this many), so a busy
+    /// topic costs one flush and one commit per run, not per record.
+    pub max_batch: usize,
 }
 
 impl ConsumerOptions {
@@ -73,6 +96,7 @@ impl ConsumerOptions {
             max_attempts: 5,
             first_backoff: Duration::from_millis(50),
             poll_timeout: Duration::from_secs(1),
+            max_batch: 256,
         }
     }
 }
@@ -161,7 +185,7 @@ pub async fn run_record_consumer(
         }
     };
     loop {
-        let delivery = match subscription.poll(options.poll_timeout).await {
+        let first = match subscription.poll(options.poll_timeout).await {
             Ok(Some(delivery)) => delivery,
             Ok(None) => continue,
             Err(error) => {
@@ -172,27 +196,93 @@ pub async fn run_record_consumer(
             }
         };
         backoff = Duration::from_millis(100);
-        // The handler's work (and any event it appends, via
-        // `current_traceparent`) joins the trace of the request that caused
-        // the record: ingest → consolidator → retriever is one trace.
-        let span = tracing::info_span!("consume", group = %options.group, topic = %delivery.topic, partition = delivery.partition, offset = delivery.offset);
-        if let Some(traceparent) = delivery.header(mnemo_telemetry::TRACEPARENT) {
-            mnemo_telemetry::set_parent_from_traceparent(&span, traceparent);
+        // Whatever else is already waiting joins this run; nothing waits
+        // for more to arrive.
+        let mut run = vec![first];
+        while run.len() < options.max_batch.max(1) {
+            match subscription.poll(Duration::ZERO).await {
+                Ok(Some(delivery)) => run.push(delivery),
+                Ok(None) | Err(_) => break,
+            }
         }
-        process(bus.as_ref(), &options, handler.as_ref(), &delivery)
-            .instrument(span)
-            .await;
-        while let Err(error) = subscription.commit(&delivery).await {
-            tracing::warn!(group = %options.group, error = %error, "commit failed, retrying");
+        for delivery in &run {
+            // The handler's work (and any event it appends, via
+            // `current_traceparent`) joins the trace of the request that
+            // caused the record: ingest → consolidator → retriever is one
+            // trace.
+            let span = tracing::info_span!("consume", group = %options.group, topic = %delivery.topic, partition = delivery.partition, offset = delivery.offset);
+            if let Some(traceparent) = delivery.header(mnemo_telemetry::TRACEPARENT) {
+                mnemo_telemetry::set_parent_from_traceparent(&span, traceparent);
+            }
+            process(bus.as_ref(), &options, handler.as_ref(), delivery)
+                .instrument(span)
+                .await;
+        }
+        // Durable before acknowledged: a commit ahead of the flush would
+        // let a crash lose what the run wrote.
+        while let Err(error) = handler.flush().await {
+            tracing::warn!(group = %options.group, error = %error, "handler flush failed, retrying");
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(10));
         }
+        backoff = Duration::from_millis(100);
+        for delivery in last_per_partition(&run) {
+            while let Err(error) = subscription.commit(delivery).await {
+                tracing::warn!(group = %options.group, error = %error, "commit failed, retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+        }
     }
+}
+
+/// The last delivery of each (topic, partition) in a run: committing it
+/// commits everything before it on its partition.
+fn last_per_partition(run: &[Delivery]) -> Vec<&Delivery> {
+    let mut last: Vec<&Delivery> = Vec::new();
+    for delivery in run {
+        match last
+            .iter_mut()
+            .find(|d| d.topic == delivery.topic && d.partition == delivery.partition)
+        {
+            Some(slot) if slot.offset < delivery.offset => *slot = delivery,
+            Some(_) => {}
+            None => last.push(delivery),
+        }
+    }
+    last
 }
 
 #[cfg(test)]
 mod code_tests {
     use super::*;
+
+    fn delivery(topic: &str, partition: i32, offset: i64) -> Delivery {
+        Delivery {
+            topic: topic.into(),
+            partition,
+            offset,
+            key: String::new(),
+            payload: Vec::new(),
+            headers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_run_commits_the_last_offset_of_each_partition() {
+        let run = [
+            delivery("a", 0, 4),
+            delivery("a", 1, 9),
+            delivery("a", 0, 5),
+            delivery("b", 0, 2),
+            delivery("a", 1, 10),
+        ];
+        let committed: Vec<(&str, i32, i64)> = last_per_partition(&run)
+            .into_iter()
+            .map(|d| (d.topic.as_str(), d.partition, d.offset))
+            .collect();
+        assert_eq!(committed, [("a", 0, 5), ("a", 1, 10), ("b", 0, 2)]);
+    }
 
     #[test]
     fn handler_error_codes_are_stable() {

@@ -304,3 +304,89 @@ fn trace_spans() {
         tracing::subscriber::set_global_default(subscriber).expect("no other global subscriber");
     });
 }
+
+/// Holds what it handled until `flush`, which fails while `refuse` is set:
+/// a handler that buffers its writes.
+#[derive(Default)]
+struct Buffering {
+    pending: Mutex<Vec<EventId>>,
+    durable: Mutex<Vec<EventId>>,
+    refuse: std::sync::atomic::AtomicBool,
+    flushes: AtomicUsize,
+}
+
+#[async_trait]
+impl EventHandler for Buffering {
+    async fn handle(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
+        self.pending.lock().unwrap().push(event.event_id);
+        Ok(())
+    }
+
+    async fn flush(&self) -> Result<(), HandlerError> {
+        if self.refuse.load(Ordering::SeqCst) {
+            return Err(HandlerError::Retryable("disk is full".into()));
+        }
+        let mut pending = self.pending.lock().unwrap();
+        if !pending.is_empty() {
+            self.flushes.fetch_add(1, Ordering::SeqCst);
+        }
+        self.durable.lock().unwrap().append(&mut pending);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_consumer_commits_a_run_only_after_its_handler_flushed_it() {
+    let db = db().await;
+    let (store, bus) = store_and_bus(&db).await;
+    let t = tenant("t1");
+    let s = subject("s1");
+    let events: Vec<_> = (0..40)
+        .map(|_| event("MessageReceived", Some(&s), "a"))
+        .collect();
+    let ids: Vec<EventId> = events.iter().map(|e| e.event_id).collect();
+    store
+        .append(&t, "c", ExpectedVersion::Any, events)
+        .await
+        .unwrap();
+    Relay::new(
+        store.clone(),
+        bus.clone(),
+        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
+    )
+    .run_once()
+    .await
+    .unwrap();
+
+    let handler = Arc::new(Buffering::default());
+    handler.refuse.store(true, Ordering::SeqCst);
+    let mut options = ConsumerOptions::new("g-flush", &[topics::MESSAGES]);
+    options.poll_timeout = Duration::from_millis(50);
+    let task = tokio::spawn(run_consumer(bus.clone(), options, handler.clone()));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while handler.pending.lock().unwrap().len() < ids.len() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "records not handled"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Handled but not flushed: nothing is acknowledged.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        bus.lag("g-flush", &[topics::MESSAGES]).await.unwrap(),
+        40,
+        "committed before the flush"
+    );
+
+    handler.refuse.store(false, Ordering::SeqCst);
+    while bus.lag("g-flush", &[topics::MESSAGES]).await.unwrap() > 0 {
+        assert!(tokio::time::Instant::now() < deadline, "never committed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    let _ = task.await;
+    assert_eq!(*handler.durable.lock().unwrap(), ids);
+    // The waiting records were one run: one flush, not one per record.
+    assert_eq!(handler.flushes.load(Ordering::SeqCst), 1);
+}

@@ -16,6 +16,7 @@ mod auth;
 mod embedding;
 mod env;
 mod llm;
+mod load;
 mod policies;
 mod process;
 mod retrieval;
@@ -34,6 +35,7 @@ use serde::Deserialize;
 pub use crate::auth::{AuthSettings, PublicKeySetting};
 use crate::env::Env;
 pub use crate::llm::LlmSettings;
+pub use crate::load::{BacklogSettings, Quota};
 pub use crate::policies::{ForgettingSettings, PiiSettings, Policies};
 pub use crate::process::{Limits, TelemetrySettings};
 pub use crate::retrieval::RetrievalSettings;
@@ -89,6 +91,10 @@ struct RawSettings {
     #[serde(default)]
     limits: process::RawLimits,
     #[serde(default)]
+    backlog: load::RawBacklog,
+    #[serde(default)]
+    quotas: load::RawQuotas,
+    #[serde(default)]
     telemetry: process::RawTelemetry,
     #[serde(default)]
     bus: process::RawBus,
@@ -119,11 +125,15 @@ pub struct Settings {
     pub auth: AuthSettings,
     pub pii: PiiSettings,
     pub limits: Limits,
+    pub backlog: BacklogSettings,
+    pub quotas: Policies<Quota>,
     pub telemetry: TelemetrySettings,
     pub bus_partitions: u32,
     /// Which embedder, and where its model or endpoint is.
     pub embedding: EmbedSettings,
     pub consolidation: Policies<ConsolidationPolicy>,
+    /// Conversations consolidated at once; None: one per core, at most 4.
+    pub consolidation_workers: Option<usize>,
     pub forgetting: ForgettingSettings,
     /// Fusion and ranking constants of search and context.
     pub retrieval: RetrievalSettings,
@@ -218,6 +228,8 @@ pub fn load_from(
         master_key,
         auth: raw.auth.with_env(&env).resolve()?,
         limits: raw.limits.resolve()?,
+        backlog: raw.backlog.resolve()?,
+        quotas: raw.quotas.resolve()?,
         telemetry: raw.telemetry.with_env(&env).resolve()?,
         bus_partitions: raw.bus.resolve()?,
         embedding: raw.embedding.with_env(&env)?.resolve()?,
@@ -225,6 +237,7 @@ pub fn load_from(
         kafka: raw.kafka.with_env(&env)?.resolve()?,
         qdrant: raw.qdrant.with_env(&env).resolve()?,
         llm: raw.llm.with_env(&env)?.resolve()?,
+        consolidation_workers: raw.consolidation.workers(&env)?,
         consolidation: raw.consolidation.resolve()?,
         forgetting: raw.forgetting.resolve()?,
         retrieval: raw.retrieval.resolve()?,

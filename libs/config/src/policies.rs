@@ -57,12 +57,35 @@ impl RawPii {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawConsolidation {
+    /// Conversations consolidated at once (one subject never on two).
+    workers: Option<usize>,
     default: Option<ConsolidationPolicy>,
     #[serde(default)]
     tenants: BTreeMap<String, ConsolidationPolicy>,
 }
 
 impl RawConsolidation {
+    /// `consolidation.workers` (`MNEMO_CONSOLIDATION_WORKERS`): default one
+    /// per core, at most 4.
+    pub(crate) fn workers(&self, env: &crate::env::Env) -> Result<Option<usize>, ConfigError> {
+        let workers = match env.get("MNEMO_CONSOLIDATION_WORKERS") {
+            Some(raw) => Some(raw.parse::<usize>().map_err(|_| {
+                invalid(
+                    "consolidation.workers (MNEMO_CONSOLIDATION_WORKERS)",
+                    "a whole number",
+                )
+            })?),
+            None => self.workers,
+        };
+        if workers == Some(0) {
+            return Err(invalid(
+                "consolidation.workers (MNEMO_CONSOLIDATION_WORKERS)",
+                "must be at least 1",
+            ));
+        }
+        Ok(workers)
+    }
+
     pub(crate) fn resolve(self) -> Result<Policies<ConsolidationPolicy>, ConfigError> {
         let policies = Policies {
             default: self.default.unwrap_or_default(),

@@ -23,7 +23,7 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 use prometheus::{
-    HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    Gauge, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
 };
 use tracing::Subscriber;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -347,6 +347,21 @@ pub struct Metrics {
     /// `mnemo_consumer_lag_events{group}`: records on a group's topics it has
     /// not committed yet; for a projection, what is not searchable yet.
     pub consumer_lag_events: IntGaugeVec,
+    /// `mnemo_consolidation_buffer_messages`: messages waiting for
+    /// consolidation, every tenant.
+    pub consolidation_buffer_messages: IntGauge,
+    /// `mnemo_consolidation_buffer_conversations`: conversations with
+    /// waiting messages.
+    pub consolidation_buffer_conversations: IntGauge,
+    /// `mnemo_consolidation_buffer_oldest_seconds`: how long the
+    /// longest-waiting message has waited (idle waits included).
+    pub consolidation_buffer_oldest_seconds: Gauge,
+    /// `mnemo_degraded`: 1 while `/readyz` says `degraded`.
+    pub degraded: IntGauge,
+    /// `mnemo_ingest_refused_total{limit}`: requests refused before any
+    /// append, by the limit that refused them (`backlog_ceiling`,
+    /// `requests_per_second`, `messages_per_day`).
+    pub ingest_refused_total: IntCounterVec,
     /// `mnemo_consumer_handled_total{group, outcome}`, outcome one of `ok`, `retry`,
     /// `dead_letter`.
     pub consumer_handled_total: IntCounterVec,
@@ -420,6 +435,35 @@ impl Metrics {
                 registry.register(Box::new(vec.clone()))?;
                 vec
             },
+            consolidation_buffer_messages: gauge(
+                &registry,
+                "mnemo_consolidation_buffer_messages",
+                "Messages waiting for consolidation, in every tenant.",
+            )?,
+            consolidation_buffer_conversations: gauge(
+                &registry,
+                "mnemo_consolidation_buffer_conversations",
+                "Conversations with messages waiting for consolidation.",
+            )?,
+            consolidation_buffer_oldest_seconds: {
+                let gauge = Gauge::new(
+                    "mnemo_consolidation_buffer_oldest_seconds",
+                    "How long the longest-waiting buffered message has waited, idle waits included.",
+                )?;
+                registry.register(Box::new(gauge.clone()))?;
+                gauge
+            },
+            degraded: gauge(
+                &registry,
+                "mnemo_degraded",
+                "1 while /readyz reports degraded (a backlog past its limit), else 0.",
+            )?,
+            ingest_refused_total: counter_vec(
+                &registry,
+                "mnemo_ingest_refused_total",
+                "Ingest requests refused before any append, by limit.",
+                &["limit"],
+            )?,
             consumer_handled_total: counter_vec(
                 &registry,
                 "mnemo_consumer_handled_total",

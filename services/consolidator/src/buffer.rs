@@ -42,8 +42,20 @@ impl ConversationClaim {
     }
 }
 
+/// What waits for consolidation, across every tenant: the backlog an
+/// operator watches (`/readyz`, `/metrics`, `mnemo status`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BufferStats {
+    pub messages: u64,
+    pub conversations: u64,
+    /// When the longest-waiting message was buffered.
+    pub oldest: Option<DateTime<Utc>>,
+}
+
 #[async_trait]
 pub trait MessageBuffer: Send + Sync + 'static {
+    /// The backlog in every tenant (a system read: counts only, no ids).
+    async fn stats(&self) -> Result<BufferStats, BufferError>;
     /// Adds a message (idempotent on the event id); returns how many wait in
     /// its conversation now.
     async fn add(
@@ -117,6 +129,29 @@ fn conversation_of(row: &sqlx::sqlite::SqliteRow) -> Result<Conversation, Buffer
 
 #[async_trait]
 impl MessageBuffer for SqliteMessageBuffer {
+    async fn stats(&self) -> Result<BufferStats, BufferError> {
+        // Served by the partial index on waiting rows (migration 0010):
+        // consolidated rows stay as `done`, and there are many more of them.
+        let (messages, oldest): (i64, Option<i64>) = sqlx::query_as(
+            "SELECT COUNT(*), MIN(buffered_at) FROM consolidation_buffer WHERE done = 0",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(failed)?;
+        let conversations: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM (SELECT DISTINCT tenant_id, subject_id, session_id \
+             FROM consolidation_buffer WHERE done = 0)",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(failed)?;
+        Ok(BufferStats {
+            messages: messages as u64,
+            conversations: conversations as u64,
+            oldest: oldest.and_then(DateTime::<Utc>::from_timestamp_micros),
+        })
+    }
+
     async fn add(
         &self,
         conversation: &Conversation,

@@ -9,6 +9,16 @@
 //!
 //! Invariant: handlers are idempotent (see [`pipeline`]); the consumer may
 //! commit a message's offset once it is buffered.
+//!
+//! Key decision: consolidation runs on a bounded pool of workers, one
+//! subject never on two at once. A subject's conversations share its
+//! memories (a candidate is compared with the subject's nearest ones), so
+//! two of its batches at once could both create what one of them should
+//! have reinforced; different subjects share nothing and run in parallel.
+//! The consumer only buffers and schedules: it waits for a free worker
+//! when all are busy (so a backlog shows as consumer lag, not as unbounded
+//! tasks), and a failed drain leaves its messages buffered for the idle
+//! sweeper to take again.
 
 pub mod budget;
 pub mod buffer;
@@ -18,6 +28,7 @@ pub mod pipeline;
 pub mod rules;
 pub mod strategy;
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,64 +37,113 @@ use chrono::Utc;
 use mnemo_bus::{EventHandler, HandlerError};
 use mnemo_crypto::TokenPurpose;
 use mnemo_domain::events::EventType;
-use mnemo_domain::{DomainEvent, RecordedEvent, SubjectId};
+use mnemo_domain::{DomainEvent, RecordedEvent, SubjectId, TenantId};
 use mnemo_event_store::sealed::LogError;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 
 use crate::buffer::Conversation;
-use crate::pipeline::{Outcome, Pipeline, PipelineError};
+use crate::pipeline::{Batches, Outcome, Pipeline, PipelineError};
 
+/// A subject of a tenant: what one worker owns at a time.
+type SubjectKey = (TenantId, SubjectId);
+
+/// Drains conversations on at most `workers` tasks at once, one subject
+/// never on two of them.
 pub struct Consolidator {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     pipeline: Pipeline,
-    /// One consolidation at a time: the sweeper and the consumer never work
-    /// on the same conversation at once (the result would be the same, but
-    /// the work would be done twice).
-    running: Mutex<()>,
+    workers: Arc<Semaphore>,
+    /// Subjects a worker is draining, with their conversations still to
+    /// drain. A conversation scheduled while its subject is here joins the
+    /// set instead of starting a second worker.
+    queued: std::sync::Mutex<HashMap<SubjectKey, BTreeMap<Conversation, Batches>>>,
+    /// Held by every drain of a subject (worker or direct call), so a
+    /// tool's direct drain never runs beside a worker's.
+    subjects: std::sync::Mutex<HashMap<SubjectKey, Arc<Mutex<()>>>>,
+    /// The running workers, so a shutdown can stop them.
+    tasks: std::sync::Mutex<tokio::task::JoinSet<()>>,
 }
 
 fn retryable(error: PipelineError) -> HandlerError {
     HandlerError::Retryable(error.to_string())
 }
 
+/// Workers by default: one per core, at most 4 (consolidation is mostly
+/// database and index work; more would only queue on the same writer).
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 4)
+}
+
 impl Consolidator {
     pub fn new(pipeline: Pipeline) -> Self {
+        Self::with_workers(pipeline, default_workers())
+    }
+
+    pub fn with_workers(pipeline: Pipeline, workers: usize) -> Self {
         Consolidator {
-            pipeline,
-            running: Mutex::new(()),
+            inner: Arc::new(Inner {
+                pipeline,
+                workers: Arc::new(Semaphore::new(workers.max(1))),
+                queued: Default::default(),
+                subjects: Default::default(),
+                tasks: Default::default(),
+            }),
         }
     }
 
     pub fn pipeline(&self) -> &Pipeline {
-        &self.pipeline
+        &self.inner.pipeline
     }
 
+    /// Drains one conversation now and says what came of it (tools and
+    /// tests); waits while a worker drains the same subject.
     pub async fn drain(&self, conversation: &Conversation) -> Result<Outcome, PipelineError> {
-        let _running = self.running.lock().await;
-        // ...and across processes sharing the buffer (scale-out).
-        let _claim = self.pipeline.buffer.claim(conversation).await?;
-        let outcome = self.pipeline.drain(conversation).await?;
-        if outcome.messages > 0 {
-            tracing::info!(
-                tenant = %conversation.tenant,
-                messages = outcome.messages,
-                candidates = outcome.candidates,
-                below_threshold = outcome.below_threshold,
-                created = outcome.created,
-                reinforced = outcome.reinforced,
-                superseded = outcome.superseded,
-                merged = outcome.merged,
-                reviews = outcome.reviews,
-                suspected_injections = outcome.suspected_injections,
-                relations = outcome.relations,
-                llm_calls = outcome.llm_calls,
-                llm_tokens = outcome.llm_tokens,
-                fallback = outcome.fallback.as_deref().unwrap_or(""),
-                "conversation consolidated"
-            );
-        }
-        Ok(outcome)
+        self.inner.drain(conversation, Batches::All).await
     }
 
+    /// Has a worker drain `conversation` (`which` of its batches): returns
+    /// once one has it (waiting for a free worker when all are busy), not
+    /// when it is done.
+    pub async fn schedule(&self, conversation: Conversation, which: Batches) {
+        Inner::schedule(&self.inner, conversation, which).await
+    }
+
+    /// Stops the workers (at shutdown). A drain cut short is harmless: its
+    /// messages stay buffered until every event it appends is in the log,
+    /// and a repeated drain appends nothing twice.
+    pub async fn stop(&self) {
+        let mut tasks =
+            std::mem::take(&mut *self.inner.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        tasks.shutdown().await;
+        self.inner
+            .queued
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+
+    /// Waits until no worker is busy and nothing is scheduled (tools and
+    /// tests that need a quiet consolidator).
+    pub async fn idle(&self) {
+        loop {
+            let empty = self
+                .inner
+                .queued
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty();
+            if empty {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
     /// Consolidates conversations that went quiet, every `tick`, forever.
     pub async fn run_idle_sweeper(self: Arc<Self>, tick: Duration) {
         loop {
@@ -94,19 +154,21 @@ impl Consolidator {
         }
     }
 
+    /// Schedules every conversation quiet for its tenant's idle timeout;
+    /// returns how many.
     pub async fn sweep_idle(&self) -> Result<usize, PipelineError> {
         let now = Utc::now();
         let shortest = self.shortest_idle_timeout();
         let quiet_since = now - chrono::Duration::from_std(shortest).unwrap_or_default();
-        let mut drained = 0;
-        for (conversation, last) in self.pipeline.buffer.idle(quiet_since).await? {
-            let timeout = self.pipeline.policy(&conversation.tenant).idle_timeout;
+        let mut scheduled = 0;
+        for (conversation, last) in self.pipeline().buffer.idle(quiet_since).await? {
+            let timeout = self.pipeline().policy(&conversation.tenant).idle_timeout;
             if (now - last).to_std().unwrap_or_default() >= timeout {
-                self.drain(&conversation).await?;
-                drained += 1;
+                self.schedule(conversation, Batches::All).await;
+                scheduled += 1;
             }
         }
-        Ok(drained)
+        Ok(scheduled)
     }
 
     /// The keyed token of a posted message's session ("" when it has
@@ -117,7 +179,7 @@ impl Consolidator {
         event: &RecordedEvent,
         subject: &SubjectId,
     ) -> Result<Option<String>, HandlerError> {
-        let log = &self.pipeline.log;
+        let log = &self.pipeline().log;
         let decoded = log.decode(event.clone()).await.map_err(|e| match e {
             LogError::Decode(_) => HandlerError::Permanent(e.to_string()),
             other => retryable(other.into()),
@@ -145,13 +207,148 @@ impl Consolidator {
     }
 
     pub fn shortest_idle_timeout(&self) -> Duration {
-        let policies = &self.pipeline.policies;
+        let policies = &self.pipeline().policies;
         policies
             .tenants
             .values()
             .map(|p| p.idle_timeout)
             .fold(policies.default.idle_timeout, Duration::min)
     }
+}
+
+impl Inner {
+    async fn schedule(inner: &Arc<Inner>, conversation: Conversation, which: Batches) {
+        let key = (conversation.tenant.clone(), conversation.subject.clone());
+        if inner.join(&key, &conversation, which) {
+            return;
+        }
+        // All workers busy: the consumer waits here, and the backlog shows
+        // as its lag.
+        let permit = inner
+            .workers
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the worker semaphore is never closed");
+        {
+            let mut queued = inner.queued.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(waiting) = queued.get_mut(&key) {
+                // Another call started a worker for the subject meanwhile.
+                merge(waiting, conversation, which);
+                return;
+            }
+            queued.insert(key.clone(), BTreeMap::from([(conversation, which)]));
+        }
+        let mut tasks = inner.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        // Reap the finished ones, so the set holds only the running.
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(inner.clone().work(key, permit));
+    }
+
+    /// Adds the conversation to its subject's worker when one runs.
+    fn join(
+        &self,
+        key: &(TenantId, SubjectId),
+        conversation: &Conversation,
+        which: Batches,
+    ) -> bool {
+        let mut queued = self.queued.lock().unwrap_or_else(|p| p.into_inner());
+        match queued.get_mut(key) {
+            Some(waiting) => {
+                merge(waiting, conversation.clone(), which);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Drains the subject's scheduled conversations until none is left.
+    async fn work(self: Arc<Self>, key: SubjectKey, _permit: OwnedSemaphorePermit) {
+        loop {
+            let next = {
+                let mut queued = self.queued.lock().unwrap_or_else(|p| p.into_inner());
+                let next = queued.get_mut(&key).and_then(|waiting| waiting.pop_first());
+                if next.is_none() {
+                    // Under the same lock as the check: a conversation
+                    // scheduled from now on starts a new worker.
+                    queued.remove(&key);
+                }
+                next
+            };
+            let Some((conversation, which)) = next else {
+                return;
+            };
+            if let Err(error) = self.drain(&conversation, which).await {
+                // Its messages stay buffered: the idle sweeper takes them
+                // again.
+                tracing::warn!(tenant = %conversation.tenant, error = %error, "consolidation failed; the messages stay buffered");
+            }
+        }
+    }
+
+    async fn drain(
+        &self,
+        conversation: &Conversation,
+        which: Batches,
+    ) -> Result<Outcome, PipelineError> {
+        let subject = {
+            let mut subjects = self.subjects.lock().unwrap_or_else(|p| p.into_inner());
+            subjects
+                .entry((conversation.tenant.clone(), conversation.subject.clone()))
+                .or_default()
+                .clone()
+        };
+        let outcome = {
+            let _subject = subject.lock().await;
+            // ...and across processes sharing the buffer (scale-out).
+            let _claim = self.pipeline.buffer.claim(conversation).await?;
+            self.pipeline.drain_batches(conversation, which).await
+        };
+        {
+            // Forget the subject's lock when nobody else holds or waits
+            // for it (this map and `subject` are its only owners then).
+            let mut subjects = self.subjects.lock().unwrap_or_else(|p| p.into_inner());
+            let key = (conversation.tenant.clone(), conversation.subject.clone());
+            if subjects
+                .get(&key)
+                .is_some_and(|l| Arc::strong_count(l) == 2)
+            {
+                subjects.remove(&key);
+            }
+        }
+        let outcome = outcome?;
+        if outcome.messages > 0 {
+            tracing::info!(
+                tenant = %conversation.tenant,
+                messages = outcome.messages,
+                candidates = outcome.candidates,
+                below_threshold = outcome.below_threshold,
+                created = outcome.created,
+                reinforced = outcome.reinforced,
+                superseded = outcome.superseded,
+                merged = outcome.merged,
+                reviews = outcome.reviews,
+                suspected_injections = outcome.suspected_injections,
+                relations = outcome.relations,
+                llm_calls = outcome.llm_calls,
+                llm_tokens = outcome.llm_tokens,
+                fallback = outcome.fallback.as_deref().unwrap_or(""),
+                "conversation consolidated"
+            );
+        }
+        Ok(outcome)
+    }
+}
+
+/// Schedules a conversation into its subject's waiting set: asked for
+/// everything once, it stays asked for everything.
+fn merge(
+    waiting: &mut BTreeMap<Conversation, Batches>,
+    conversation: Conversation,
+    which: Batches,
+) {
+    let entry = waiting.entry(conversation).or_insert(which);
+    *entry = (*entry).max(which);
 }
 
 #[async_trait]
@@ -173,13 +370,13 @@ impl EventHandler for Consolidator {
                     session,
                 };
                 let waiting = self
-                    .pipeline
+                    .pipeline()
                     .buffer
                     .add(&conversation, event.event_id, event.global_position)
                     .await
                     .map_err(|e| retryable(e.into()))?;
-                if waiting >= self.pipeline.policy(&event.tenant).batch_size {
-                    self.drain(&conversation).await.map_err(retryable)?;
+                if waiting >= self.pipeline().policy(&event.tenant).batch_size {
+                    self.schedule(conversation, Batches::Whole).await;
                 }
                 Ok(())
             }
@@ -187,7 +384,7 @@ impl EventHandler for Consolidator {
                 // Through the log, not `DomainEvent::decode`: the session
                 // is sealed and only the subject's key opens it.
                 let decoded =
-                    self.pipeline
+                    self.pipeline()
                         .log
                         .decode(event.clone())
                         .await
@@ -201,7 +398,7 @@ impl EventHandler for Consolidator {
                     ));
                 };
                 let conversations = self
-                    .pipeline
+                    .pipeline()
                     .buffer
                     .conversations(&event.tenant, subject)
                     .await
@@ -209,7 +406,7 @@ impl EventHandler for Consolidator {
                 let wanted_session = match &request.session {
                     None => None,
                     Some(session) => Some(
-                        self.pipeline
+                        self.pipeline()
                             .log
                             .cipher()
                             .live_token(
@@ -228,7 +425,7 @@ impl EventHandler for Consolidator {
                         .as_ref()
                         .is_none_or(|token| *token == conversation.session);
                     if wanted {
-                        self.drain(&conversation).await.map_err(retryable)?;
+                        self.schedule(conversation, Batches::All).await;
                     }
                 }
                 Ok(())

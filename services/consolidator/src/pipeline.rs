@@ -146,6 +146,15 @@ impl Outcome {
     }
 }
 
+/// Which of a conversation's waiting batches a drain consolidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Batches {
+    /// Only whole batches (the batch size was reached).
+    Whole,
+    /// Everything waiting (idle timeout, a request, a tool).
+    All,
+}
+
 pub struct Pipeline {
     pub log: SealedLog,
     pub buffer: Arc<dyn MessageBuffer>,
@@ -201,11 +210,24 @@ impl Pipeline {
 
     /// Consolidates every waiting message of a conversation, a batch at a time.
     pub async fn drain(&self, conversation: &Conversation) -> Result<Outcome, PipelineError> {
+        self.drain_batches(conversation, Batches::All).await
+    }
+
+    /// Consolidates the conversation's waiting messages batch by batch:
+    /// all of them, or only while a whole batch waits (what reaching the
+    /// batch size asks for: the rest waits for more, the idle timeout or a
+    /// request, so a batch boundary does not depend on when a worker got
+    /// to it).
+    pub async fn drain_batches(
+        &self,
+        conversation: &Conversation,
+        which: Batches,
+    ) -> Result<Outcome, PipelineError> {
         let mut total = Outcome::default();
         let batch_size = self.policy(&conversation.tenant).batch_size;
         loop {
             let ids = self.buffer.batch(conversation, batch_size).await?;
-            if ids.is_empty() {
+            if ids.is_empty() || (which == Batches::Whole && ids.len() < batch_size) {
                 return Ok(total);
             }
             let outcome = self.consolidate(conversation, &ids).await?;

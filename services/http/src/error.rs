@@ -13,6 +13,10 @@ pub struct ApiError {
     message: String,
     /// Logged for 5xx, never sent to the client.
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    /// A refusal that passes: seconds for `Retry-After`, and extra fields
+    /// of the error object (which limit refused). Boxed: errors travel in
+    /// every `Result` of the handlers, and this is rare.
+    retry: Option<Box<(u64, serde_json::Value)>>,
 }
 
 impl ApiError {
@@ -22,7 +26,16 @@ impl ApiError {
             code,
             message: message.into(),
             source: None,
+            retry: None,
         }
+    }
+
+    /// A refusal the client may retry after `seconds` (429 or 503): the
+    /// response carries `Retry-After`, and `retry_after_seconds` with
+    /// `details` in the error object.
+    pub fn retry_after(mut self, seconds: u64, details: serde_json::Value) -> Self {
+        self.retry = Some(Box::new((seconds.max(1), details)));
+        self
     }
 
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
@@ -49,6 +62,7 @@ impl ApiError {
             code: "internal_error",
             message: "internal error".to_owned(),
             source: Some(Box::new(source)),
+            retry: None,
         }
     }
 
@@ -58,6 +72,7 @@ impl ApiError {
             code: "unavailable",
             message: "a backing store is unavailable, retry later".to_owned(),
             source: Some(Box::new(source)),
+            retry: None,
         }
     }
 
@@ -109,7 +124,19 @@ impl ResponseError for ApiError {
             }
             tracing::error!(code = self.code, status = self.status.as_u16(), error = %chain, "request failed");
         }
-        HttpResponse::build(self.status).json(Self::body(self.code, &self.message))
+        let mut body = Self::body(self.code, &self.message);
+        let mut response = HttpResponse::build(self.status);
+        if let Some(retry) = &self.retry {
+            let (seconds, details) = &**retry;
+            response.insert_header((actix_web::http::header::RETRY_AFTER, seconds.to_string()));
+            body["error"]["retry_after_seconds"] = json!(seconds);
+            if let serde_json::Value::Object(details) = details {
+                for (key, value) in details {
+                    body["error"][key] = value.clone();
+                }
+            }
+        }
+        response.json(body)
     }
 }
 

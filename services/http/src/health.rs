@@ -4,10 +4,12 @@
 //! the Prometheus metrics (`/metrics`), plus the JSON 404/405 for paths no
 //! role serves.
 //!
-//! Both report how far behind each consumer group of the process is
-//! (`consumer_lag`): a projection's lag is what is posted but not yet
-//! searchable. Lag never makes a process unready: search serves what is
-//! indexed while the rest catches up.
+//! Both report the backlog ([`crate::backlog`]): how far behind each
+//! consumer group of the process is (`consumer_lag`: a projection's lag is
+//! what is posted but not yet searchable) and what waits for
+//! consolidation. Past the configured limits `/readyz` says `degraded`,
+//! with the reasons, and still answers 200: search serves what is indexed
+//! while the rest catches up.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -15,11 +17,10 @@ use std::sync::Arc;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use async_trait::async_trait;
-use mnemo_bus::relay::RelayStats;
-use mnemo_bus::Bus;
 use mnemo_embed::EmbedderStatus;
 use mnemo_telemetry::Metrics;
 
+use crate::backlog::{Backlog, Reading};
 use crate::ApiError;
 
 /// Whatever a process must reach to serve: its database.
@@ -28,39 +29,11 @@ pub trait Readiness: Send + Sync + 'static {
     async fn check(&self) -> Result<(), Box<dyn std::error::Error + Send + Sync>>;
 }
 
-/// The consumer groups a process runs, and the bus that knows their
-/// committed offsets.
-pub struct ConsumerGroups {
-    pub bus: Arc<dyn Bus>,
-    /// (group, its topics).
-    pub groups: Vec<(String, Vec<String>)>,
-}
-
-impl ConsumerGroups {
-    /// Records each group has not committed yet; None for a group whose
-    /// lag the bus could not tell (logged).
-    async fn lag(&self) -> Vec<(&str, Option<u64>)> {
-        let mut lags = Vec::with_capacity(self.groups.len());
-        for (group, topics) in &self.groups {
-            let topics: Vec<&str> = topics.iter().map(String::as_str).collect();
-            let lag = match self.bus.lag(group, &topics).await {
-                Ok(lag) => Some(lag),
-                Err(error) => {
-                    tracing::warn!(group = %group, error = %error, "consumer lag unavailable");
-                    None
-                }
-            };
-            lags.push((group.as_str(), lag));
-        }
-        lags
-    }
-}
-
 /// What the health endpoints read.
 pub struct Health {
     pub database: Arc<dyn Readiness>,
-    pub relay: Arc<RelayStats>,
-    pub consumers: ConsumerGroups,
+    /// The relay, the consumer groups and the consolidation buffer.
+    pub backlog: Arc<Backlog>,
     /// The embedder of a process that embeds (None: ingest only). Reported
     /// because `auto` may have fallen back to lexical search, which an
     /// operator should not have to find in the start-up log.
@@ -89,18 +62,15 @@ async fn healthz() -> HttpResponse {
 async fn readyz(health: web::Data<Health>) -> HttpResponse {
     match health.database.check().await {
         Ok(()) => {
-            let consumer_lag: serde_json::Map<String, serde_json::Value> = health
-                .consumers
-                .lag()
-                .await
-                .into_iter()
-                .map(|(group, lag)| (group.to_owned(), serde_json::json!(lag)))
-                .collect();
-            let mut body = serde_json::json!({
-                "status": "ready",
-                "relay_lag": health.relay.lag(),
-                "consumer_lag": consumer_lag,
-            });
+            let reading = health.backlog.read().await;
+            let mut body = backlog_json(&reading);
+            // Degraded still answers 200: search serves what is indexed
+            // while the rest catches up; a load balancer must not take the
+            // process out for being behind.
+            body["status"] = match reading.degraded.is_empty() {
+                true => "ready".into(),
+                false => "degraded".into(),
+            };
             if let Some(embedder) = &health.embedder {
                 body["embedder"] = serde_json::json!(embedder);
             }
@@ -114,26 +84,64 @@ async fn readyz(health: web::Data<Health>) -> HttpResponse {
     }
 }
 
+/// A backlog reading as `/readyz` reports it (and `mnemo status` reads).
+pub fn backlog_json(reading: &Reading) -> serde_json::Value {
+    let consumer_lag: serde_json::Map<String, serde_json::Value> = reading
+        .consumer_lag
+        .iter()
+        .map(|(group, lag)| (group.clone(), serde_json::json!(lag)))
+        .collect();
+    let mut body = serde_json::json!({
+        "relay_lag": reading.relay_lag,
+        "consumer_lag": consumer_lag,
+        "degraded": reading.degraded,
+    });
+    if let Some(consolidation) = &reading.consolidation {
+        body["backlog"] = serde_json::json!({
+            "consolidation": consolidation,
+            "unconsolidated": reading.unconsolidated,
+        });
+    }
+    body
+}
+
 async fn metrics_endpoint(
     metrics: web::Data<Arc<Metrics>>,
     health: web::Data<Health>,
 ) -> HttpResponse {
     // The relay keeps plain atomics (it knows nothing of Prometheus); the
     // gauges are brought up to date when they are read.
-    metrics.relay_lag_events.set(health.relay.lag());
+    let relay = health.backlog.relay();
+    metrics.relay_lag_events.set(relay.lag());
     metrics
         .relay_published_total
-        .set(health.relay.published_total.load(Ordering::Relaxed));
-    for (group, lag) in health.consumers.lag().await {
+        .set(relay.published_total.load(Ordering::Relaxed));
+    let reading = health.backlog.read().await;
+    for (group, lag) in &reading.consumer_lag {
         let gauge = metrics.consumer_lag_events.with_label_values(&[group]);
         // Unknown is not zero: a gauge that cannot be read is left out.
         match lag {
-            Some(lag) => gauge.set(i64::try_from(lag).unwrap_or(i64::MAX)),
+            Some(lag) => gauge.set(i64::try_from(*lag).unwrap_or(i64::MAX)),
             None => {
                 let _ = metrics.consumer_lag_events.remove_label_values(&[group]);
             }
         }
     }
+    if let Some(buffer) = &reading.consolidation {
+        let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        metrics
+            .consolidation_buffer_messages
+            .set(count(buffer.messages));
+        metrics
+            .consolidation_buffer_conversations
+            .set(count(buffer.conversations));
+        metrics
+            .consolidation_buffer_oldest_seconds
+            .set(buffer.oldest_seconds.unwrap_or(0.0));
+    }
+    metrics
+        .degraded
+        .set(i64::from(!reading.degraded.is_empty()));
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
         .body(metrics.render())

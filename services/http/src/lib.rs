@@ -13,6 +13,7 @@
 
 pub mod appends;
 pub mod auth;
+pub mod backlog;
 pub mod console;
 pub mod context;
 pub mod docs_ui;

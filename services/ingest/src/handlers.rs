@@ -86,13 +86,17 @@ pub async fn post_messages(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_scope(Scope::MemoriesWrite)?;
+    let body = body.into_inner();
+    state
+        .admit(&principal.tenant, body.messages.len() as u64)
+        .await?;
     let accepted = write::ingest_messages(
         &state,
         MessagesRequest {
             metadata: event_metadata(&req, &principal.actor),
             tenant: principal.tenant,
             subject,
-            messages: body.into_inner().messages,
+            messages: body.messages,
         },
     )
     .await?;
@@ -137,6 +141,7 @@ pub async fn create_memory(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_scope(Scope::MemoriesWrite)?;
+    state.admit(&principal.tenant, 0).await?;
     let input = body.into_inner();
     let memory = write::create_memory(
         &state,
@@ -180,6 +185,7 @@ pub async fn revise_memory(
     state: web::Data<IngestState>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    state.admit(&principal.tenant, 0).await?;
     let input = body.into_inner();
     let memory = write::revise_memory(
         &state,
@@ -214,6 +220,7 @@ pub async fn delete_memory(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let input: DeleteInput = optional_json(&body)?;
+    state.admit(&principal.tenant, 0).await?;
     let memory = write::delete_memory(
         &state,
         DeleteRequest {
@@ -245,6 +252,7 @@ pub async fn request_consolidation(
 ) -> Result<HttpResponse, ApiError> {
     principal.require_scope(Scope::MemoriesWrite)?;
     let input: ConsolidateInput = optional_json(&body)?;
+    state.admit(&principal.tenant, 0).await?;
     let event_id = write::request_consolidation(
         &state,
         ConsolidationRequest {

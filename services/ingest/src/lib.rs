@@ -4,21 +4,27 @@
 //! consolidation) happens here: those follow from the log via the bus.
 //!
 //! Invariant: PII is scrubbed before an event is appended; every stored
-//! piece of subject text went through [`scrub::Scrubbers`].
+//! piece of subject text went through [`scrub::Scrubbers`]. A request a
+//! quota or the backlog ceiling refuses is refused before anything is
+//! appended ([`IngestState::admit`]).
 
 pub mod error;
 pub mod handlers;
 mod input;
+pub mod quota;
 pub mod review;
 pub mod scrub;
 pub mod write;
 
 use std::sync::Arc;
 
+use actix_web::http::StatusCode;
 use actix_web::web;
 use mnemo_config::Limits;
+use mnemo_domain::TenantId;
 use mnemo_event_store::sealed::SealedLog;
-use mnemo_http::CountedLog;
+use mnemo_http::backlog::Backlog;
+use mnemo_http::{ApiError, CountedLog};
 use mnemo_telemetry::Metrics;
 
 pub use error::{InputError, WriteError};
@@ -30,9 +36,59 @@ pub struct IngestState {
     pub scrubbers: Scrubbers,
     pub limits: Limits,
     pub metrics: Arc<Metrics>,
+    /// Messages past its ceiling are refused with 503 before the append.
+    pub backlog: Arc<Backlog>,
+    pub quotas: quota::Quotas,
 }
 
 impl IngestState {
+    /// Lets a write request through, or refuses it before anything is
+    /// appended: the tenant's quota (429) first, then, for messages, the
+    /// global backlog ceiling (503). Both answer `Retry-After`.
+    pub async fn admit(&self, tenant: &TenantId, messages: u64) -> Result<(), ApiError> {
+        if messages > 0 {
+            if let Some(waiting) = self.backlog.over_ceiling().await {
+                self.metrics
+                    .ingest_refused_total
+                    .with_label_values(&["backlog_ceiling"])
+                    .inc();
+                let ceiling = self.backlog.limits().ceiling;
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "backlog_full",
+                    format!(
+                        "{waiting} messages wait for consolidation, more than the {ceiling} this deployment takes on; retry later"
+                    ),
+                )
+                .retry_after(
+                    5,
+                    serde_json::json!({"limit": "backlog_ceiling", "limit_value": ceiling}),
+                ));
+            }
+        }
+        if let Err(refusal) = self.quotas.admit(tenant, messages, chrono::Utc::now()) {
+            let limit = refusal.limit_name();
+            self.metrics
+                .ingest_refused_total
+                .with_label_values(&[limit])
+                .inc();
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "quota_exceeded",
+                format!(
+                    "the tenant's {limit} quota ({}) is used up; retry after {} s",
+                    refusal.limit(),
+                    refusal.retry_after()
+                ),
+            )
+            .retry_after(
+                refusal.retry_after(),
+                serde_json::json!({"limit": limit, "limit_value": refusal.limit()}),
+            ));
+        }
+        Ok(())
+    }
+
     /// The log to append through: it counts what it appends.
     pub fn events(&self) -> CountedLog<'_> {
         CountedLog::new(&self.log, &self.metrics)

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::Utc;
+use mnemo_bus::in_process::InProcessBus;
 use mnemo_config::{Limits, PiiSettings};
 use mnemo_crypto::{MasterKey, MemorySubjectKeyStore, SubjectCipher, TokenPurpose};
 use mnemo_domain::events::{streams, ErasureReceipt, MessageReceived, Role, SubjectErased};
@@ -13,6 +14,8 @@ use mnemo_domain::{
 };
 use mnemo_event_store::sealed::{Pending, SealedLog};
 use mnemo_event_store::ExpectedVersion;
+use mnemo_http::backlog::{Backlog, BacklogLimits};
+use mnemo_ingest::quota::Quotas;
 use mnemo_ingest::write::{
     self, ConsolidationRequest, MessageInput, MessagesRequest, NewMemoryRequest,
 };
@@ -20,10 +23,15 @@ use mnemo_ingest::{IngestState, Scrubbers};
 use mnemo_telemetry::Metrics;
 
 async fn state(dir: &tempfile::TempDir) -> IngestState {
-    let store = Arc::new(
-        mnemo_event_store::sqlite::open(&dir.path().join("mnemo.db"))
-            .await
-            .unwrap(),
+    let path = dir.path().join("mnemo.db");
+    let store = Arc::new(mnemo_event_store::sqlite::open(&path).await.unwrap());
+    let pool = mnemo_event_store::sqlite::connect(&path).await.unwrap();
+    let backlog = Backlog::new(
+        Arc::new(InProcessBus::new(pool, 1)),
+        Arc::default(),
+        Vec::new(),
+        None,
+        BacklogLimits::default(),
     );
     let cipher = Arc::new(SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new())));
     IngestState {
@@ -41,6 +49,8 @@ async fn state(dir: &tempfile::TempDir) -> IngestState {
             max_content_chars: 200,
         },
         metrics: Arc::new(Metrics::new().unwrap()),
+        backlog: Arc::new(backlog),
+        quotas: Quotas::new(Default::default()),
     }
 }
 

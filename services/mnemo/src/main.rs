@@ -3,6 +3,7 @@
 //! except for `verify-erasure`, whose 1 means "found": its errors exit 2.
 
 mod model;
+mod status;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -124,6 +125,14 @@ enum Command {
     /// carries the protocol; logs go to stderr. See docs/mcp.md.
     Mcp {
         /// The mnemo server's base URL.
+        #[arg(long, env = "MNEMO_URL", default_value = "http://127.0.0.1:8080")]
+        url: String,
+    },
+    /// What a running process's /readyz says, for an operator: ready or
+    /// degraded (and why), the embedder, relay and consumer lag, and the
+    /// consolidation backlog. Exit 0: ready; 1: degraded; 2: no answer.
+    Status {
+        /// The process's base URL.
         #[arg(long, env = "MNEMO_URL", default_value = "http://127.0.0.1:8080")]
         url: String,
     },
@@ -311,6 +320,22 @@ fn init_telemetry(settings: &Settings) -> anyhow::Result<mnemo_telemetry::Teleme
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Status { url } = &cli.command {
+        let runtime = match tokio::runtime::Runtime::new() {
+            Ok(runtime) => runtime,
+            Err(error) => {
+                eprintln!("Error: {error}");
+                return ExitCode::from(2);
+            }
+        };
+        return match runtime.block_on(status::run(url)) {
+            Ok(code) => ExitCode::from(code),
+            Err(error) => {
+                eprintln!("Error: {error:?}");
+                ExitCode::from(2)
+            }
+        };
+    }
     if let Command::VerifyErasure { .. } = cli.command {
         // Its own exit codes: 1 is "found", so every error is 2.
         return match verify_erasure(cli) {
@@ -421,6 +446,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             runtime.block_on(migrate(&settings))
         }
         Command::VerifyErasure { .. } => unreachable!("main runs verify-erasure itself"),
+        Command::Status { .. } => unreachable!("main runs status itself"),
     }
 }
 

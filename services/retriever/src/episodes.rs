@@ -339,7 +339,7 @@ const REMEMBERED: usize = 100_000;
 /// embedder call and one index write, and remembers how far it got, so
 /// the deliveries of those messages cost nothing. A client posts a batch
 /// at a time, so one write per batch, not per message, makes it
-/// searchable: with durable writes, each index write is a flush to disk.
+/// searchable; the flush to disk happens once per run of deliveries.
 /// Redelivery after a restart (the memory is lost) writes the same points
 /// again: correct, only slower.
 pub struct EpisodeProjection {
@@ -448,6 +448,12 @@ impl EventHandler for EpisodeProjection {
         .map_err(retryable)?;
         self.remember(tenant, &event.stream_id, last_read);
         Ok(())
+    }
+
+    /// The run's points become durable before its offsets are committed
+    /// (the index does not flush each write in the embedded mode).
+    async fn flush(&self) -> Result<(), HandlerError> {
+        self.index.flush().await.map_err(retryable)
     }
 }
 

@@ -4,13 +4,20 @@
 //! or reordering: the row and the point always become the stream's latest
 //! state. Content is embedded only when it changed; a state change (archive,
 //! restore) only rewrites the point's payload.
+//!
+//! Key decision: the read-model row of a memory is written only after its
+//! point is durable (in [`EventHandler::flush`], which the consumer calls
+//! before it commits a run of records). The row's version is what tells a
+//! redelivery it has nothing to do; a row ahead of an index that lost its
+//! unflushed writes in a crash would leave the point missing for good.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mnemo_bus::{EventHandler, HandlerError};
 use mnemo_crypto::{CryptoError, SubjectCipher, TokenPurpose};
-use mnemo_domain::{Memory, MemoryState, RecordedEvent, TenantId};
+use mnemo_domain::{Memory, MemoryId, MemoryState, RecordedEvent, TenantId};
 use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_read_model::MemoryReadModel;
@@ -21,6 +28,20 @@ pub struct MemoryProjection {
     read_model: Arc<dyn MemoryReadModel>,
     embedder: Arc<dyn Embedder>,
     index: Arc<dyn VectorIndex>,
+    /// Rows projected since the last flush, newest state per memory; they
+    /// also answer "what was projected before" for the next event of the
+    /// same memory in the run.
+    pending: Mutex<HashMap<(TenantId, MemoryId), Pending>>,
+}
+
+/// A row waiting for its point to be durable.
+#[derive(Clone)]
+struct Pending {
+    memory: Memory,
+    /// The generation of the subject's key the memory was read under: if
+    /// an erasure destroyed it since, the row must not be written (sealing
+    /// would create a new key and revive the memory) and the point goes.
+    generation: u32,
 }
 
 impl MemoryProjection {
@@ -35,7 +56,12 @@ impl MemoryProjection {
             read_model,
             embedder,
             index,
+            pending: Mutex::default(),
         }
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<(TenantId, MemoryId), Pending>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -94,22 +120,18 @@ pub fn payload_of(tenant: &TenantId, memory: &Memory, tokens: PointTokens) -> Po
     }
 }
 
-/// Writes one memory's projections (used by the consumer and by reindex).
-pub async fn project(
+/// Writes one memory's point (or deletes it); the caller writes its
+/// read-model row once the point is durable.
+pub async fn project_point(
     tenant: &TenantId,
     memory: &Memory,
     previous_content: Option<&str>,
     cipher: &SubjectCipher,
-    read_model: &dyn MemoryReadModel,
     embedder: &dyn Embedder,
     index: &dyn VectorIndex,
 ) -> Result<(), HandlerError> {
     let Some(content) = memory.content.as_text() else {
-        // The subject was erased: never bring its row or point back.
-        read_model
-            .remove(tenant, &memory.id)
-            .await
-            .map_err(retryable)?;
+        // The subject was erased: never bring its point back.
         index
             .delete(tenant, &[memory.id])
             .await
@@ -152,7 +174,7 @@ pub async fn project(
             .await
             .map_err(retryable)?;
     }
-    read_model.upsert(tenant, memory).await.map_err(retryable)
+    Ok(())
 }
 
 #[async_trait]
@@ -179,11 +201,16 @@ impl EventHandler for MemoryProjection {
         ) else {
             return Ok(());
         };
-        let previous = self
-            .read_model
-            .get(&event.tenant, &memory.id)
-            .await
-            .map_err(retryable)?;
+        let key = (event.tenant.clone(), memory.id);
+        let pending = self.pending().get(&key).cloned();
+        let previous = match pending {
+            Some(projected) => Some(projected.memory),
+            None => self
+                .read_model
+                .get(&event.tenant, &memory.id)
+                .await
+                .map_err(retryable)?,
+        };
         // Already projected at this version or later: a redelivery.
         if previous
             .as_ref()
@@ -193,15 +220,101 @@ impl EventHandler for MemoryProjection {
             return Ok(());
         }
         let previous_content = previous.as_ref().and_then(|p| p.content.as_text());
-        project(
+        if memory.content.is_erased() {
+            // The subject was erased: never bring its row back.
+            self.pending().remove(&key);
+            self.read_model
+                .remove(&event.tenant, &memory.id)
+                .await
+                .map_err(retryable)?;
+        }
+        project_point(
             &event.tenant,
             &memory,
             previous_content,
             self.log.cipher(),
-            self.read_model.as_ref(),
             self.embedder.as_ref(),
             self.index.as_ref(),
         )
-        .await
+        .await?;
+        if memory.content.is_erased() {
+            return Ok(());
+        }
+        let generation = self
+            .log
+            .cipher()
+            .live_generation(&event.tenant, subject)
+            .await
+            .map_err(retryable)?;
+        match generation {
+            Some(generation) => {
+                self.pending().insert(key, Pending { memory, generation });
+            }
+            // Erased since the stream was read: take the point back.
+            None => self
+                .index
+                .delete(&event.tenant, &[memory.id])
+                .await
+                .map_err(retryable)?,
+        }
+        Ok(())
+    }
+
+    async fn flush(&self) -> Result<(), HandlerError> {
+        let rows: Vec<_> = self.pending().drain().collect();
+        let mut live = Vec::with_capacity(rows.len());
+        let mut outcome = Ok(());
+        for (key, row) in rows {
+            if outcome.is_err() {
+                live.push((key, row));
+                continue;
+            }
+            let (tenant, id) = &key;
+            match self
+                .log
+                .cipher()
+                .live_generation(tenant, &row.memory.subject)
+                .await
+            {
+                Ok(Some(generation)) if generation == row.generation => live.push((key, row)),
+                Ok(_) => {
+                    // Erased meanwhile: the erasure removed the row; the
+                    // point written before it must not outlive it.
+                    if let Err(error) = self.index.delete(tenant, &[*id]).await {
+                        outcome = Err(retryable(error));
+                        live.push((key, row));
+                    }
+                }
+                Err(error) => {
+                    outcome = Err(retryable(error));
+                    live.push((key, row));
+                }
+            }
+        }
+        if outcome.is_ok() {
+            outcome = self.index.flush().await.map_err(retryable);
+        }
+        let mut rows = live.into_iter();
+        if outcome.is_ok() {
+            for (key, row) in rows.by_ref() {
+                if let Err(error) = self.read_model.upsert(&key.0, &row.memory).await {
+                    outcome = Err(retryable(error));
+                    self.keep(key, row);
+                    break;
+                }
+            }
+        }
+        for (key, row) in rows {
+            self.keep(key, row);
+        }
+        outcome
+    }
+}
+
+impl MemoryProjection {
+    /// Puts a row back for the next flush; a newer state projected
+    /// meanwhile wins.
+    fn keep(&self, key: (TenantId, MemoryId), row: Pending) {
+        self.pending().entry(key).or_insert(row);
     }
 }

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use mnemo_domain::{EventId, SubjectId, TenantId};
 use mnemo_pg::{PgError, SystemPool, TenantPool};
 
-use super::{BufferError, Conversation, ConversationClaim, MessageBuffer};
+use super::{BufferError, BufferStats, Conversation, ConversationClaim, MessageBuffer};
 
 pub struct PostgresMessageBuffer {
     tenant: TenantPool,
@@ -44,6 +44,22 @@ fn conversation(
 
 #[async_trait]
 impl MessageBuffer for PostgresMessageBuffer {
+    /// Through the system role, like the idle scan: counts, never ids.
+    async fn stats(&self) -> Result<BufferStats, BufferError> {
+        let (messages, conversations, oldest): (i64, i64, Option<DateTime<Utc>>) = sqlx::query_as(
+            "SELECT COUNT(*), COUNT(DISTINCT (tenant_id, subject_id, session_id)), MIN(buffered_at) \
+             FROM consolidation_buffer WHERE NOT done",
+        )
+        .fetch_one(self.system.pool())
+        .await
+        .map_err(failed)?;
+        Ok(BufferStats {
+            messages: messages as u64,
+            conversations: conversations as u64,
+            oldest,
+        })
+    }
+
     /// A transaction-scoped advisory lock on the conversation, held by an
     /// open transaction of the system role until the claim is dropped (the
     /// rollback releases it; so does the server when a killed process's

@@ -1,0 +1,285 @@
+//! How far the pipeline is behind what it accepted: the relay's lag, each
+//! watched consumer group's uncommitted records, and the consolidation
+//! buffer. `/readyz` and `/metrics` report it, `mnemo status` prints it,
+//! and ingest refuses new messages past the ceiling ([`Backlog::over_ceiling`])
+//! before it appends anything.
+//!
+//! A reading is cached for [`Backlog::FRESH_FOR`]: ingest asks on every
+//! post, and the figures come from database and broker queries.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use mnemo_bus::relay::RelayStats;
+use mnemo_bus::Bus;
+use serde::Serialize;
+
+/// The consolidation buffer's figures (a port: the consolidator's buffer
+/// answers it; this crate knows nothing of the consolidator).
+#[async_trait]
+pub trait BufferProbe: Send + Sync + 'static {
+    async fn figures(&self) -> Result<BufferFigures, Box<dyn std::error::Error + Send + Sync>>;
+}
+
+/// Messages waiting for consolidation, in every tenant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct BufferFigures {
+    pub messages: u64,
+    pub conversations: u64,
+    /// When the longest-waiting message was buffered.
+    #[serde(skip)]
+    pub oldest: Option<DateTime<Utc>>,
+    /// Its age when read: it includes each conversation's idle wait (a
+    /// conversation below its batch size waits for its idle timeout).
+    pub oldest_seconds: Option<f64>,
+}
+
+/// When the backlog makes a process `degraded` (still serving) and when
+/// ingest stops accepting messages.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BacklogLimits {
+    /// Records one group has not committed, or messages accepted but not
+    /// consolidated (the consolidator's lag plus its buffer), past which
+    /// the process reports `degraded`.
+    pub degraded_records: u64,
+    /// The age of the oldest buffered message past which it reports
+    /// `degraded`.
+    pub degraded_age: Duration,
+    /// Messages accepted but not consolidated past which ingest answers 503
+    /// with `Retry-After` instead of appending more.
+    pub ceiling: u64,
+}
+
+impl Default for BacklogLimits {
+    fn default() -> Self {
+        BacklogLimits {
+            degraded_records: 50_000,
+            degraded_age: Duration::from_secs(600),
+            ceiling: 1_000_000,
+        }
+    }
+}
+
+/// One reading of the backlog.
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    pub relay_lag: u64,
+    /// Per watched group, its uncommitted records; None when the bus could
+    /// not tell (logged; unknown is not zero).
+    pub consumer_lag: Vec<(String, Option<u64>)>,
+    /// None in a process that cannot see the buffer, or when it could not
+    /// be read.
+    pub consolidation: Option<BufferFigures>,
+    /// Messages accepted but not consolidated: the consolidator group's
+    /// lag plus the buffer (None when either is unknown).
+    pub unconsolidated: Option<u64>,
+    /// Why the process is degraded; empty when it is not.
+    pub degraded: Vec<String>,
+}
+
+/// The consumer group whose lag, with the buffer, is what is accepted but
+/// not consolidated.
+pub const CONSOLIDATOR_GROUP: &str = "consolidator";
+
+pub struct Backlog {
+    bus: Arc<dyn Bus>,
+    relay: Arc<RelayStats>,
+    /// (group, its topics): the groups the process runs, and the
+    /// consolidator's wherever a buffer is watched.
+    groups: Vec<(String, Vec<String>)>,
+    buffer: Option<Arc<dyn BufferProbe>>,
+    limits: BacklogLimits,
+    cached: Mutex<Option<(Instant, Arc<Reading>)>>,
+}
+
+impl Backlog {
+    pub const FRESH_FOR: Duration = Duration::from_secs(1);
+
+    pub fn new(
+        bus: Arc<dyn Bus>,
+        relay: Arc<RelayStats>,
+        groups: Vec<(String, Vec<String>)>,
+        buffer: Option<Arc<dyn BufferProbe>>,
+        limits: BacklogLimits,
+    ) -> Self {
+        Backlog {
+            bus,
+            relay,
+            groups,
+            buffer,
+            limits,
+            cached: Mutex::new(None),
+        }
+    }
+
+    pub fn limits(&self) -> BacklogLimits {
+        self.limits
+    }
+
+    pub fn relay(&self) -> &RelayStats {
+        &self.relay
+    }
+
+    /// The latest reading, at most [`Self::FRESH_FOR`] old.
+    pub async fn read(&self) -> Arc<Reading> {
+        if let Some((at, reading)) = &*self.cached.lock().unwrap_or_else(|p| p.into_inner()) {
+            if at.elapsed() < Self::FRESH_FOR {
+                return reading.clone();
+            }
+        }
+        let reading = Arc::new(self.measure().await);
+        *self.cached.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((Instant::now(), reading.clone()));
+        reading
+    }
+
+    /// Messages accepted but not consolidated, when past the ceiling.
+    pub async fn over_ceiling(&self) -> Option<u64> {
+        self.read()
+            .await
+            .unconsolidated
+            .filter(|&waiting| waiting > self.limits.ceiling)
+    }
+
+    async fn measure(&self) -> Reading {
+        let mut consumer_lag = Vec::with_capacity(self.groups.len());
+        for (group, topics) in &self.groups {
+            let topics: Vec<&str> = topics.iter().map(String::as_str).collect();
+            let lag = match self.bus.lag(group, &topics).await {
+                Ok(lag) => Some(lag),
+                Err(error) => {
+                    tracing::warn!(group = %group, error = %error, "consumer lag unavailable");
+                    None
+                }
+            };
+            consumer_lag.push((group.clone(), lag));
+        }
+        let consolidation = match &self.buffer {
+            None => None,
+            Some(buffer) => match buffer.figures().await {
+                Ok(mut figures) => {
+                    figures.oldest_seconds = figures.oldest.map(|oldest| {
+                        ((Utc::now() - oldest).num_milliseconds().max(0) as f64) / 1000.0
+                    });
+                    Some(figures)
+                }
+                Err(error) => {
+                    tracing::warn!(error = %error, "consolidation buffer figures unavailable");
+                    None
+                }
+            },
+        };
+        let consolidator_lag = consumer_lag
+            .iter()
+            .find(|(group, _)| group == CONSOLIDATOR_GROUP)
+            .and_then(|(_, lag)| *lag);
+        let unconsolidated = match (consolidator_lag, &consolidation) {
+            (Some(lag), Some(buffer)) => Some(lag + buffer.messages),
+            _ => None,
+        };
+        let mut reading = Reading {
+            relay_lag: self.relay.lag().max(0) as u64,
+            consumer_lag,
+            consolidation,
+            unconsolidated,
+            degraded: Vec::new(),
+        };
+        reading.degraded = degraded(&reading, &self.limits);
+        reading
+    }
+}
+
+/// The reasons a reading is degraded under `limits`, each naming the
+/// figure and the limit it passed.
+pub fn degraded(reading: &Reading, limits: &BacklogLimits) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if reading.relay_lag > limits.degraded_records {
+        reasons.push(format!(
+            "relay lag {} > {}",
+            reading.relay_lag, limits.degraded_records
+        ));
+    }
+    for (group, lag) in &reading.consumer_lag {
+        if let Some(lag) = lag.filter(|&lag| lag > limits.degraded_records) {
+            reasons.push(format!(
+                "consumer group {group} lag {lag} > {}",
+                limits.degraded_records
+            ));
+        }
+    }
+    if let Some(waiting) = reading
+        .unconsolidated
+        .filter(|&w| w > limits.degraded_records)
+    {
+        reasons.push(format!(
+            "unconsolidated messages {waiting} > {}",
+            limits.degraded_records
+        ));
+    }
+    if let Some(age) = reading
+        .consolidation
+        .and_then(|c| c.oldest_seconds)
+        .filter(|&age| age > limits.degraded_age.as_secs_f64())
+    {
+        reasons.push(format!(
+            "oldest buffered message waited {age:.0} s > {} s",
+            limits.degraded_age.as_secs()
+        ));
+    }
+    reasons
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> BacklogLimits {
+        BacklogLimits {
+            degraded_records: 100,
+            degraded_age: Duration::from_secs(60),
+            ceiling: 1000,
+        }
+    }
+
+    #[test]
+    fn a_quiet_pipeline_is_not_degraded() {
+        let reading = Reading {
+            relay_lag: 3,
+            consumer_lag: vec![("consolidator".into(), Some(100)), ("g".into(), None)],
+            consolidation: Some(BufferFigures {
+                oldest_seconds: Some(60.0),
+                ..Default::default()
+            }),
+            unconsolidated: Some(100),
+            degraded: Vec::new(),
+        };
+        assert!(degraded(&reading, &limits()).is_empty());
+    }
+
+    #[test]
+    fn each_figure_past_its_limit_is_a_reason() {
+        let reading = Reading {
+            relay_lag: 101,
+            consumer_lag: vec![("retriever.memory-projection".into(), Some(500))],
+            consolidation: Some(BufferFigures {
+                messages: 200,
+                conversations: 3,
+                oldest: None,
+                oldest_seconds: Some(61.0),
+            }),
+            unconsolidated: Some(200),
+            degraded: Vec::new(),
+        };
+        assert_eq!(
+            degraded(&reading, &limits()),
+            [
+                "relay lag 101 > 100",
+                "consumer group retriever.memory-projection lag 500 > 100",
+                "unconsolidated messages 200 > 100",
+                "oldest buffered message waited 61 s > 60 s",
+            ]
+        );
+    }
+}
