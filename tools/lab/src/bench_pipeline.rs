@@ -819,7 +819,11 @@ struct Recorder {
 }
 
 impl Recorder {
+    /// `accepted` is read before `/readyz`, so what is posted while the
+    /// backlog is read counts in the lags but not yet in `accepted`: while
+    /// writers run, consumed and consolidated err low, not high.
     async fn sample(&self) -> Sample {
+        let accepted = self.shared.accepted.load(Ordering::Relaxed);
         let backlog = self
             .shared
             .backlog()
@@ -828,7 +832,7 @@ impl Recorder {
             .unwrap_or_default();
         Sample {
             t: self.load_started.elapsed().as_secs_f64(),
-            accepted: self.shared.accepted.load(Ordering::Relaxed),
+            accepted,
             backlog,
             rss_bytes: self.rss.read(),
         }
