@@ -225,6 +225,48 @@ enum BenchCommand {
         #[arg(long, default_value_t = 16)]
         subjects: usize,
     },
+    /// A load test of the whole pipeline, rerunnable: writer clients post
+    /// conversations for --seconds while search clients query and a probe
+    /// times how long a posted message takes to be searchable; /readyz is
+    /// sampled every second. Prints accepted and consolidated msg/s, the
+    /// searchable lag, search p50/p99 under load, errors, RSS and, after
+    /// the load, the time until the backlog is zero. See docs/operations.md.
+    Pipeline {
+        /// A running server; default: an embedded one on a temporary data
+        /// dir, with the settings of the environment (embedder, LLM,
+        /// policies) except the shared stores.
+        #[arg(long, requires = "token")]
+        url: Option<String>,
+        /// A token with memories:write and memories:read for --url.
+        #[arg(long, env = "MNEMO_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// With --url: the server's process id, to read its RSS from /proc.
+        #[arg(long, requires = "url")]
+        pid: Option<u32>,
+        /// Writer clients, each posting to its own subjects.
+        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=256))]
+        clients: u64,
+        /// How long the load runs.
+        #[arg(long, default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        seconds: u64,
+        /// Messages per request (a session's last request may hold fewer).
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=100))]
+        batch: u64,
+        /// Subjects per writer client.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=1000))]
+        subjects: u64,
+        /// Clients searching continuously during the load (0: none).
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=64))]
+        search_concurrency: u64,
+        /// Memories posted to one subject before the load (POST …/memories),
+        /// which every other search then queries.
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+        memories: u64,
+        /// Seconds to wait after the load for the backlog to be zero (and,
+        /// with --memories, for the preload to be searchable).
+        #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        drain_timeout: u64,
+    },
     /// Search latency p50/p99 at several memory counts, with and without the
     /// embedder, against the raw qdrant-edge query time on the same data.
     ///
@@ -522,6 +564,34 @@ async fn bench(what: BenchCommand) -> anyhow::Result<()> {
                 },
                 &batches,
             )
+            .await
+        }
+        BenchCommand::Pipeline {
+            url,
+            token,
+            pid,
+            clients,
+            seconds,
+            batch,
+            subjects,
+            search_concurrency,
+            memories,
+            drain_timeout,
+        } => {
+            // The ranges are clap's; these fit a usize on any target mnemo builds for.
+            let count = |value: u64| usize::try_from(value).context("count too large");
+            mnemo_lab::bench_pipeline::pipeline(mnemo_lab::bench_pipeline::PipelineBench {
+                url,
+                token,
+                pid,
+                clients: count(clients)?,
+                seconds,
+                batch: count(batch)?,
+                subjects: count(subjects)?,
+                search_concurrency: count(search_concurrency)?,
+                memories: count(memories)?,
+                drain_timeout: Duration::from_secs(drain_timeout),
+            })
             .await
         }
         BenchCommand::Search {

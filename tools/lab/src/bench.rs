@@ -2,15 +2,71 @@
 //! real HTTP, against a running server (`--url`, `--token`) or, by default,
 //! an embedded server started on a temporary data dir in this process.
 //! Prints figures; asserts nothing (speed is measured here, not in tests).
+//! [`EmbeddedServer`], that server with a token, serves `bench pipeline` too.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use mnemo_auth::{MintRequest, Minter, Scope};
-use mnemo_config::Overrides;
+use mnemo_config::{Overrides, Settings};
 use mnemo_domain::TenantId;
+use secrecy::ExposeSecret;
 use serde_json::json;
+
+/// A server started in this process on a temporary data dir (removed when
+/// this is dropped, with the runtime ending the server's task), and a
+/// token for it: what the benches measure when no `--url` is given.
+pub struct EmbeddedServer {
+    pub url: String,
+    /// Tenant `bench`, actor `bench`, valid for a day.
+    pub token: String,
+    pub settings: Settings,
+    _dir: tempfile::TempDir,
+}
+
+impl EmbeddedServer {
+    /// Every role on a fresh temporary data dir, settings from `env` (not
+    /// the process environment, unless the caller passes it), listening on
+    /// a free local port.
+    pub async fn start(
+        env: &HashMap<String, String>,
+        scopes: Vec<Scope>,
+    ) -> anyhow::Result<EmbeddedServer> {
+        let dir = tempfile::tempdir()?;
+        let settings = mnemo_config::load_from(
+            &Overrides {
+                data_dir: Some(dir.path().to_owned()),
+                listen: Some("127.0.0.1:0".into()),
+                config_file: None,
+            },
+            env,
+        )?;
+        let app = mnemo_app::Application::build(settings.clone()).await?;
+        let url = format!("http://127.0.0.1:{}", app.port());
+        tokio::spawn(app.run());
+        let secret = match &settings.auth.hs256_secret {
+            Some(secret) => secret.expose_secret().as_bytes().to_vec(),
+            None => mnemo_app::secrets::load_or_create_dev_secret(&settings.dev_secret_file())?.0,
+        };
+        let token = Minter::hs256(&secret, &settings.auth.issuer, &settings.auth.audience).mint(
+            &MintRequest {
+                tenant: TenantId::parse("bench")?,
+                actor: "bench".into(),
+                scopes,
+                subject: None,
+                ttl: Duration::from_secs(86_400),
+            },
+        )?;
+        Ok(EmbeddedServer {
+            url,
+            token,
+            settings,
+            _dir: dir,
+        })
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct IngestBench {
@@ -37,7 +93,7 @@ impl IngestFigures {
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
     }
@@ -46,7 +102,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 /// Realistic chat lines, some with PII so the scrubber does its usual work.
-fn message_text(n: usize) -> String {
+pub(crate) fn message_text(n: usize) -> String {
     const LINES: [&str; 6] = [
         "I moved to Lyon last spring and I love the food markets there",
         "Can you remind me what we decided about the quarterly budget?",
@@ -117,30 +173,12 @@ pub async fn run(bench: IngestBench) -> anyhow::Result<IngestFigures> {
 /// Runs the benchmark against an embedded server on a temporary data dir
 /// unless a URL is given, with one or more batch sizes, and prints a table.
 pub async fn ingest(mut bench: IngestBench, batches: &[usize]) -> anyhow::Result<()> {
-    let _dir;
+    let _server;
     if bench.url.is_none() {
-        let dir = tempfile::tempdir()?;
-        let settings = mnemo_config::load_from(
-            &Overrides {
-                data_dir: Some(dir.path().to_owned()),
-                listen: Some("127.0.0.1:0".into()),
-                config_file: None,
-            },
-            &Default::default(),
-        )?;
-        let secret_file = settings.dev_secret_file();
-        let app = mnemo_app::Application::build(settings).await?;
-        bench.url = Some(format!("http://127.0.0.1:{}", app.port()));
-        tokio::spawn(app.run());
-        let (secret, _) = mnemo_app::secrets::load_or_create_dev_secret(&secret_file)?;
-        bench.token = Some(Minter::hs256(&secret, "mnemo", "mnemo").mint(&MintRequest {
-            tenant: TenantId::parse("bench")?,
-            actor: "bench".into(),
-            scopes: vec![Scope::MemoriesWrite],
-            subject: None,
-            ttl: Duration::from_secs(3600),
-        })?);
-        _dir = dir;
+        let server = EmbeddedServer::start(&HashMap::new(), vec![Scope::MemoriesWrite]).await?;
+        bench.url = Some(server.url.clone());
+        bench.token = Some(server.token.clone());
+        _server = server;
     }
     println!(
         "ingest benchmark: {} messages, concurrency {}, {} subjects, {}",
