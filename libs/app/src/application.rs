@@ -66,6 +66,8 @@ struct Vectors {
     /// Which embedder that is, for `/readyz`.
     status: EmbedderStatus,
     index: Arc<dyn VectorIndex>,
+    /// The embedded engine behind `index`, optimised when idle.
+    edge: Option<Arc<mnemo_vector_index::EdgeVectorIndex>>,
 }
 
 pub struct Application {
@@ -110,11 +112,12 @@ impl Application {
         let vectors = match roles.needs_vectors() {
             true => {
                 let (embedder, status) = build_embedder_with_status(&settings).await?;
-                let index = open_index(&settings, embedder.clone(), &log).await?;
+                let opened = open_index(&settings, embedder.clone(), &log).await?;
                 Some(Vectors {
                     embedder,
                     status,
-                    index,
+                    index: opened.index,
+                    edge: opened.edge,
                 })
             }
             false => None,
@@ -278,6 +281,12 @@ impl Application {
                 episodes,
             ),
         ));
+        if let Some(edge) = &vectors.edge {
+            parts.spawn(named(
+                "index optimiser",
+                crate::vectors::optimize_when_idle(edge.clone()),
+            ));
+        }
     }
 
     fn spawn_forgetter(

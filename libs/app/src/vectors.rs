@@ -89,9 +89,13 @@ pub async fn open_index(
     settings: &Settings,
     embedder: Arc<dyn Embedder>,
     log: &SealedLog,
-) -> anyhow::Result<Arc<dyn VectorIndex>> {
+) -> anyhow::Result<OpenedIndex> {
     let Some(qdrant) = &settings.qdrant else {
-        return Ok(open_vector_index(settings, embedder, log).await?);
+        let edge = open_vector_index(settings, embedder, log).await?;
+        return Ok(OpenedIndex {
+            index: edge.clone(),
+            edge: Some(edge),
+        });
     };
     let space = embedder.space();
     let index = mnemo_vector_index::QdrantVectorIndex::connect(
@@ -119,5 +123,32 @@ pub async fn open_index(
             "Qdrant collection is current"
         );
     }
-    Ok(index)
+    Ok(OpenedIndex { index, edge: None })
+}
+
+/// The index a process serves, and the embedded engine behind it when it
+/// is one (which the server optimises in the background when idle; a
+/// Qdrant server optimises itself).
+pub struct OpenedIndex {
+    pub index: Arc<dyn VectorIndex>,
+    pub edge: Option<Arc<EdgeVectorIndex>>,
+}
+
+/// How long the embedded index must have had no write before the server
+/// optimises it, and how often it looks.
+pub const OPTIMIZE_WHEN_QUIET: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Optimises the embedded index whenever it has been written and then left
+/// quiet for [`OPTIMIZE_WHEN_QUIET`]: merged segments and HNSW graphs, so
+/// dense search is not a scan of plain segments until a reindex. Writes
+/// wait while it runs (seconds at 10k points); searches do not.
+pub async fn optimize_when_idle(index: Arc<EdgeVectorIndex>) {
+    loop {
+        tokio::time::sleep(OPTIMIZE_WHEN_QUIET).await;
+        match index.optimize_if_idle(OPTIMIZE_WHEN_QUIET).await {
+            Ok(true) => tracing::info!("vector index optimised while idle"),
+            Ok(false) => {}
+            Err(error) => tracing::warn!(error = %error, "background optimisation failed"),
+        }
+    }
 }

@@ -129,6 +129,11 @@ struct Inner {
     /// every segment whether it changed or not (hundreds of ms on a large
     /// optimised shard), so a flush with nothing new is skipped.
     dirty: AtomicBool,
+    /// Something was written since the last optimisation.
+    unoptimized: AtomicBool,
+    /// When the last write was applied: [`EdgeVectorIndex::optimize_if_idle`]
+    /// waits for a quiet index.
+    last_write: Mutex<std::time::Instant>,
 }
 
 /// An open qdrant-edge shard and the directory it lives in.
@@ -249,6 +254,9 @@ impl EdgeVectorIndex {
                 durable_writes: AtomicBool::new(true),
                 // Opening re-applies payload indexes: flush once for them.
                 dirty: AtomicBool::new(true),
+                // What was on disk may never have been optimised.
+                unoptimized: AtomicBool::new(true),
+                last_write: Mutex::new(std::time::Instant::now()),
             }),
         })
     }
@@ -283,6 +291,7 @@ impl EdgeVectorIndex {
             let writer = inner.write_lock();
             let shard = inner.shard();
             inner.dirty.store(true, Ordering::Release);
+            inner.unoptimized.store(false, Ordering::Release);
             let changed = shard.optimize().map_err(backend)?;
             // A rewrite may have created segments the indexes are missing on.
             ensure_payload_indexes(&shard)?;
@@ -292,6 +301,29 @@ impl EdgeVectorIndex {
             Ok(changed)
         })
         .await
+    }
+
+    /// Optimises (then flushes) when something was written since the last
+    /// optimisation and nothing for `quiet`: the server calls it in the
+    /// background, so dense search does not stay a scan of plain segments
+    /// until a reindex. Returns whether it ran.
+    pub async fn optimize_if_idle(
+        &self,
+        quiet: std::time::Duration,
+    ) -> Result<bool, VectorIndexError> {
+        let idle = self
+            .inner
+            .last_write
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .elapsed()
+            >= quiet;
+        if !idle || !self.inner.unoptimized.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        self.optimize().await?;
+        VectorIndex::flush(self).await?;
+        Ok(true)
     }
 
     /// Engine-level numbers for metrics and tests: segments, points
@@ -863,6 +895,8 @@ impl Inner {
         operation: UpdateOperation,
     ) -> Result<(), VectorIndexError> {
         self.dirty.store(true, Ordering::Release);
+        self.unoptimized.store(true, Ordering::Release);
+        *self.last_write.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
         self.shard().update(operation).map_err(backend)?;
         if self.durable_writes.load(Ordering::Relaxed) {
             self.flush_locked(writer)?;

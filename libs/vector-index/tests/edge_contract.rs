@@ -262,3 +262,36 @@ async fn a_write_that_returned_survives_a_crash() {
         "unflushed write recovered"
     );
 }
+
+#[tokio::test]
+async fn an_idle_index_is_optimised_and_flushed_once_per_quiet_spell() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live");
+    let index = EdgeVectorIndex::open(&live, DIMENSION).unwrap();
+    // As the server runs it: the projections flush, not each write.
+    index.set_durable_writes(false);
+    let t = tenant("t1");
+    let s = subject("s1");
+    let written = point(&t, &s, "idle optimisation", axis(DIMENSION, 0));
+    index.upsert(&t, vec![written.clone()]).await.unwrap();
+
+    // Written a moment ago: not quiet for an hour.
+    assert!(!index
+        .optimize_if_idle(Duration::from_secs(3600))
+        .await
+        .unwrap());
+    assert!(index.optimize_if_idle(Duration::ZERO).await.unwrap());
+    // Nothing written since: nothing to do.
+    assert!(!index.optimize_if_idle(Duration::ZERO).await.unwrap());
+
+    // It flushed: a crash now keeps the point.
+    crash_image(&live, &dir.path().join("after-crash"));
+    drop(index);
+    let recovered = EdgeVectorIndex::open(&dir.path().join("after-crash"), DIMENSION).unwrap();
+    let hits = recovered
+        .search(&t, &keyword("optimisation"))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].id, written.id);
+}

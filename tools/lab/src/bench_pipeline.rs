@@ -469,6 +469,13 @@ async fn writer(shared: Arc<Shared>, client: usize, subjects: usize, batch: usiz
             shared.accepted.fetch_add(count, Ordering::Relaxed);
         }
     }
+    // The conversations end with the load: their clients ask for what is
+    // left to be consolidated now, as a client does at a conversation's
+    // end, so the drain measures the pipeline, not the idle timeout.
+    for conversation in &conversations {
+        let path = format!("/v1/subjects/{}/consolidate", conversation.subject);
+        shared.post("consolidate", &path, &json!({})).await;
+    }
 }
 
 /// Search latencies of successful searches, by target.
