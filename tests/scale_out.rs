@@ -893,7 +893,7 @@ async fn without_qdrant_a_second_vector_service_on_a_data_dir_is_refused_naming_
         ),
         (
             "MNEMO_JWT_SECRET",
-            "a-secret-for-the-refusal-test".to_owned(),
+            "a-secret-of-at-least-32-bytes-for-the-refusal-test".to_owned(),
         ),
         ("MNEMO_EMBEDDER", "lexical".to_owned()),
         ("MNEMO_DATA_DIR", data_dir.to_str().unwrap().to_owned()),
