@@ -869,3 +869,118 @@ async fn a_conversation_swept_and_filled_at_once_is_consolidated_once() {
     }
     assert_each_fact_exactly_once(&cluster, &subjects).await;
 }
+
+/// Without a Qdrant server each vector service keeps a qdrant-edge
+/// collection in its data dir, which one process at a time may open: a
+/// second one on the same data dir is refused, and the refusal names
+/// itself, the holder and what to do. Ingest opens no collection, so over
+/// PostgreSQL and Kafka it keeps nothing there and starts beside them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_qdrant_a_second_vector_service_on_a_data_dir_is_refused_naming_both() {
+    let _serial = SERIAL.lock().await;
+    let binaries = service_binaries();
+    let db = TestDatabase::new().await;
+    let kafka = DevKafka::start(0, 1).expect("the development kafka starts");
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("shared-data");
+    let env = [
+        ("MNEMO_DATABASE_URL", db.url_as(mnemo_pg::APP_ROLE)),
+        ("MNEMO_KAFKA_BROKERS", kafka.bootstrap_servers()),
+        ("MNEMO_KAFKA_PARTITIONS", "1".to_owned()),
+        (
+            "MNEMO_MASTER_KEY",
+            base64::engine::general_purpose::STANDARD.encode(rand_bytes()),
+        ),
+        (
+            "MNEMO_JWT_SECRET",
+            "a-secret-of-at-least-32-bytes-for-the-refusal-test".to_owned(),
+        ),
+        ("MNEMO_EMBEDDER", "lexical".to_owned()),
+        ("MNEMO_DATA_DIR", data_dir.to_str().unwrap().to_owned()),
+        ("NO_COLOR", "1".to_owned()),
+    ];
+    let start = |binary: &str| {
+        let port = free_port();
+        let log = dir.path().join(format!("{binary}.log"));
+        let mut command = Command::new(binaries.join(binary));
+        for (key, _) in std::env::vars() {
+            if key.starts_with("MNEMO_") {
+                command.env_remove(key);
+            }
+        }
+        let child = command
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .env("MNEMO_LISTEN", format!("127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        Service {
+            name: binary.to_owned(),
+            port,
+            log,
+            child,
+        }
+    };
+    let client = Client::new();
+    let ready = async |service: &mut Service| {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = service.child.try_wait().unwrap() {
+                panic!("{} exited: {status}\n{}", service.name, service.log_text());
+            }
+            if let Ok(response) = client.get(service.url("/readyz")).send().await {
+                if response.status() == StatusCode::OK {
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} never became ready",
+                service.name
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+
+    let mut consolidator = start("mnemo-consolidator");
+    ready(&mut consolidator).await;
+    let mut retriever = start("mnemo-retriever");
+    let deadline = Instant::now() + PATIENCE;
+    let status = loop {
+        if let Some(status) = retriever.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "mnemo-retriever runs beside mnemo-consolidator on one data dir without Qdrant"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(!status.success());
+    let error = retriever.log_text();
+    for expected in [
+        format!(
+            "mnemo-retriever cannot use the data dir {}",
+            data_dir.display()
+        ),
+        format!(
+            "mnemo-consolidator (pid {}) is running on it",
+            consolidator.child.id()
+        ),
+        "its qdrant-edge vector index".to_owned(),
+        "Set MNEMO_QDRANT_URL".to_owned(),
+        "`mnemo serve`".to_owned(),
+    ] {
+        assert!(
+            error.contains(&expected),
+            "{expected:?} missing from:\n{error}"
+        );
+    }
+
+    let mut ingest = start("mnemo-ingest");
+    ready(&mut ingest).await;
+    // The consolidator still holds the data dir, unharmed.
+    assert!(consolidator.child.try_wait().unwrap().is_none());
+}

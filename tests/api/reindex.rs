@@ -209,7 +209,20 @@ async fn a_second_server_on_the_same_data_dir_is_refused() {
         Ok(_) => panic!("a second server started on the same data dir"),
         Err(error) => error.to_string(),
     };
-    assert!(error.contains("another mnemo serve is running"), "{error}");
+    // Both programs named (the holder wrote its own into the lock file;
+    // here it is this test process), and what to do instead.
+    assert!(
+        error.contains("mnemo serve cannot use the data dir"),
+        "{error}"
+    );
+    assert!(
+        error.contains(&format!(
+            "mnemo serve (pid {}) is running on it",
+            std::process::id()
+        )),
+        "{error}"
+    );
+    assert!(error.contains("a data dir of its own"), "{error}");
 }
 
 /// With a Qdrant server (here the stand-in over qdrant-edge, the real one

@@ -9,6 +9,7 @@
 //!   Kafka's wire protocol and a Qdrant endpoint;
 //! - `restart`: `mnemo serve` killed with SIGKILL and restarted;
 //! - `verify_erasure`: `mnemo verify-erasure` on what `mnemo serve` left.
+//! - `docs_shell`: the shell blocks of the operator docs, run as printed.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -58,6 +59,28 @@ fn build(dir: &Path) {
     command
         .args(["build", "--workspace", "--tests", "--manifest-path"])
         .arg(&manifest);
+    // What cargo sets for this test process, not what the outer build saw:
+    // build scripts that watch one of them (ring's watches
+    // CARGO_MANIFEST_DIR) would see it change and rebuild ring and all that
+    // depends on it, here and again in the next outer build.
+    for (key, _) in std::env::vars() {
+        let set_for_tests = ["CARGO_PKG_", "CARGO_BIN_EXE_"]
+            .iter()
+            .any(|prefix| key.starts_with(prefix))
+            || [
+                "CARGO_MANIFEST_DIR",
+                "CARGO_MANIFEST_PATH",
+                "CARGO_MANIFEST_LINKS",
+                "CARGO_CRATE_NAME",
+                "CARGO_BIN_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "CARGO_TARGET_TMPDIR",
+            ]
+            .contains(&key.as_str());
+        if set_for_tests {
+            command.env_remove(key);
+        }
+    }
     if dir.file_name().is_some_and(|name| name == "release") {
         command.arg("--release");
     }

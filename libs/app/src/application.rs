@@ -98,7 +98,7 @@ impl Application {
     /// A process running `roles` (one service of the scale-out deployment,
     /// or all of them). Each role's parts are built only when it runs.
     pub async fn build_roles(settings: Settings, roles: Roles) -> anyhow::Result<Self> {
-        let serve_lock = lock_data_dir(&settings)?;
+        let serve_lock = lock_data_dir(&settings, roles)?;
         let master = Arc::new(load_master_key(&settings)?);
         let metrics = Arc::new(Metrics::new().context("cannot register metrics")?);
         let stores = Arc::new(Stores::open(&settings, master.clone()).await?);
@@ -356,23 +356,21 @@ impl Application {
     }
 }
 
-/// Creates the data dir and, in the embedded mode, takes its lock.
-fn lock_data_dir(settings: &Settings) -> anyhow::Result<std::fs::File> {
+/// Creates the data dir and, when the process keeps a store there, takes
+/// its lock (see `data_dir_lock`).
+fn lock_data_dir(settings: &Settings, roles: Roles) -> anyhow::Result<std::fs::File> {
     std::fs::create_dir_all(&settings.data_dir)
         .with_context(|| format!("cannot create data dir {}", settings.data_dir.display()))?;
-    // The data dir's files (SQLite, qdrant-edge, the in-process bus) are
-    // one process's; services sharing PostgreSQL, Kafka and Qdrant keep
-    // nothing there and may share it.
-    let serve_lock = std::fs::File::create(settings.data_dir.join(SERVE_LOCK_FILE))?;
-    if !settings.is_scale_out() {
-        serve_lock.try_lock().map_err(|_| {
-            anyhow::anyhow!(
-                "another mnemo serve is running on {}",
-                settings.data_dir.display()
-            )
-        })?;
+    // Processes whose every store is shared (PostgreSQL, Kafka and, if
+    // they open a vector index, Qdrant) keep nothing in the data dir and
+    // may share it.
+    if crate::data_dir_lock::embedded_stores(settings, roles).is_empty() {
+        return Ok(crate::data_dir_lock::open(&settings.data_dir)?);
     }
-    Ok(serve_lock)
+    match crate::data_dir_lock::try_take(&settings.data_dir, roles.program())? {
+        Ok(lock) => Ok(lock),
+        Err(holder) => Err(crate::data_dir_lock::refusal(settings, roles, &holder)),
+    }
 }
 
 /// Kafka when brokers are configured, else the in-process bus; and where

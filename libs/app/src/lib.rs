@@ -24,3 +24,5 @@ pub mod verify_erasure;
 
 pub use application::{Application, SERVE_LOCK_FILE};
 pub use roles::Roles;
+
+mod data_dir_lock;

@@ -20,7 +20,6 @@ use mnemo_config::Settings;
 use mnemo_retriever::reindex::{replay, Progress};
 use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
 
-use crate::application::SERVE_LOCK_FILE;
 use crate::stores::open_log;
 use crate::vectors::{build_embedder, open_vector_index};
 use mnemo_vector_index::collections::{Collections, ReplayMarker};
@@ -114,18 +113,20 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
 
-    let serve_lock = File::create(settings.data_dir.join(SERVE_LOCK_FILE))?;
-    if serve_lock.try_lock().is_ok() {
-        // No server on this data dir: take the new collection over now.
-        let taken = open_vector_index(settings, embedder, &log).await?;
-        taken.flush().await?;
-        drop(taken);
-        println!("no server is running: {name} is now the active collection");
-    } else {
-        println!(
-            "a server is running on this data dir: it keeps serving its current collection; \
+    // Held through the take-over, so no server starts on a half-switched
+    // data dir (it would be told that this reindex holds it).
+    match crate::data_dir_lock::try_take(&settings.data_dir, "mnemo reindex")? {
+        Ok(_serve_lock) => {
+            // No server on this data dir: take the new collection over now.
+            let taken = open_vector_index(settings, embedder, &log).await?;
+            taken.flush().await?;
+            drop(taken);
+            println!("no server is running: {name} is now the active collection");
+        }
+        Err(holder) => println!(
+            "{holder} is running on this data dir: it keeps serving its current collection; \
              restart it (with this embedder's settings) to switch to {name}"
-        );
+        ),
     }
     stores.close().await;
     Ok(())

@@ -52,6 +52,19 @@ impl Roles {
 }
 
 impl Roles {
+    /// The program that runs these roles, for what it tells an operator:
+    /// a service binary's name, or `mnemo serve` for every role.
+    pub fn program(&self) -> &'static str {
+        match *self {
+            Roles::ALL => "mnemo serve",
+            Roles::INGEST => "mnemo-ingest",
+            Roles::RETRIEVER => "mnemo-retriever",
+            Roles::CONSOLIDATOR => "mnemo-consolidator",
+            Roles::FORGETTER => "mnemo-forgetter",
+            _ => "mnemo",
+        }
+    }
+
     /// The roles that read or write the vector index, and so need the
     /// embedder: ingest alone loads no model and opens no collection.
     pub fn needs_vectors(&self) -> bool {

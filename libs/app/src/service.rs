@@ -18,11 +18,14 @@ pub fn service_main(name: &'static str, roles: Roles) -> anyhow::Result<()> {
         otlp_endpoint: settings.telemetry.otlp_endpoint.clone(),
     })
     .context("cannot set up telemetry")?;
-    if !settings.is_scale_out() {
+    let embedded = crate::data_dir_lock::embedded_stores(&settings, roles);
+    if !embedded.is_empty() {
+        let unset: Vec<&str> = embedded.iter().map(|(_, setting)| *setting).collect();
         tracing::warn!(
             service = name,
-            "not every store is shared (MNEMO_DATABASE_URL, MNEMO_KAFKA_BROKERS, MNEMO_QDRANT_URL): \
-             this service keeps state in its data dir and cannot run beside the others; \
+            unset = %unset.join(", "),
+            "not every store this service opens is shared: it keeps the others in its data dir, \
+             which no other process may use, and the other services never see them; \
              use `mnemo serve` for a single process"
         );
     }

@@ -43,7 +43,6 @@ use mnemo_vector_index::collections::{base_of, Collections};
 use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
 use serde_json::Value;
 
-use crate::application::SERVE_LOCK_FILE;
 use crate::stores::{load_master_key, Stores};
 use bytes::{scan_tree, Needles, TreeScan};
 use report::{canary, canary_counts, Check, Report};
@@ -773,13 +772,13 @@ async fn edge_points(
     if !collections.path("").is_dir() {
         return Ok(Vec::new());
     }
-    let lock = std::fs::File::create(settings.data_dir.join(SERVE_LOCK_FILE))?;
-    lock.try_lock().map_err(|_| {
-        anyhow::anyhow!(
-            "a server is running on this data dir: stop it to count the points \
-             (qdrant-edge collections are one process's files)"
-        )
-    })?;
+    let lock = crate::data_dir_lock::try_take(&settings.data_dir, "mnemo verify-erasure")?
+        .map_err(|holder| {
+            anyhow::anyhow!(
+                "{holder} is running on this data dir: stop it to count the points \
+                 (qdrant-edge collections are one process's files)"
+            )
+        })?;
     let reindex = std::fs::File::create(collections.path("reindex.lock"))?;
     reindex.try_lock().map_err(|_| {
         anyhow::anyhow!("a mnemo reindex is writing a collection: count the points after it")

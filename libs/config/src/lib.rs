@@ -174,12 +174,6 @@ impl Settings {
         }
         self
     }
-
-    /// Every store is shared (PostgreSQL, Kafka, Qdrant): nothing of the
-    /// process lives in the data dir, so several processes may run at once.
-    pub fn is_scale_out(&self) -> bool {
-        self.database.is_some() && self.kafka.is_some() && self.qdrant.is_some()
-    }
 }
 
 /// Values given on the command line; they win over everything else.

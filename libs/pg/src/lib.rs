@@ -53,6 +53,20 @@ pub enum PgError {
     UnsafeRole { role: String, purpose: &'static str },
     #[error("cannot act as {role}: connect as {role} or as a member of it ({source})")]
     CannotSetRole { role: String, source: sqlx::Error },
+    /// The owner role may not create the tables, and the login cannot
+    /// grant it: the operator has to (the message says how).
+    #[error(
+        "{role} may not create tables in schema {schema} of this database (since PostgreSQL 15 \
+         only the database owner may, unless granted), and this login cannot grant it{cause}: \
+         as the database owner or a superuser run `GRANT USAGE, CREATE ON SCHEMA {schema} TO {role}`, \
+         or make {role} the owner (`ALTER DATABASE <name> OWNER TO {role}`), then migrate again"
+    )]
+    CannotCreateTables {
+        role: String,
+        schema: String,
+        /// Why the grant failed, as ` (...)`; empty when none was tried.
+        cause: String,
+    },
 }
 
 impl PgError {
@@ -63,6 +77,7 @@ impl PgError {
             PgError::Migrate(_) => "postgres_migration_failed",
             PgError::UnsafeRole { .. } => "postgres_unsafe_role",
             PgError::CannotSetRole { .. } => "postgres_cannot_set_role",
+            PgError::CannotCreateTables { .. } => "postgres_cannot_create_tables",
         }
     }
 }
@@ -194,8 +209,10 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/
 /// Creates the roles when missing, then applies the migrations as
 /// [`OWNER_ROLE`]. `owner_url` logs in as `mnemo_owner` or as a role that
 /// may `SET ROLE mnemo_owner` (and, if the roles do not exist yet, has
-/// `CREATEROLE`). The database should be owned by `mnemo_owner` (it creates
-/// tables in the `public` schema).
+/// `CREATEROLE`). The tables go into the first schema of the search path,
+/// `public` by default; when `mnemo_owner` may not create there (a database
+/// that another login owns, on PostgreSQL 15 or newer), the login grants it
+/// that (see [`allow_the_owner_to_create`]).
 pub async fn migrate(owner_url: &str) -> Result<(), PgError> {
     migrate_with(options(owner_url)?).await
 }
@@ -206,20 +223,93 @@ pub async fn migrate_with(options: PgConnectOptions) -> Result<(), PgError> {
     let current: String = sqlx::query_scalar("SELECT current_user::text")
         .fetch_one(&mut conn)
         .await?;
-    if current != OWNER_ROLE {
+    let switches = current != OWNER_ROLE;
+    if switches {
         // Objects are owned by whoever creates them: the tables must belong
         // to the owner role, not to an administrator's login.
-        sqlx::query(&format!("SET ROLE {OWNER_ROLE}"))
-            .execute(&mut conn)
-            .await
-            .map_err(|source| PgError::CannotSetRole {
-                role: OWNER_ROLE.to_owned(),
-                source,
-            })?;
+        set_owner_role(&mut conn).await?;
     }
+    allow_the_owner_to_create(&mut conn, switches).await?;
     MIGRATOR.run(&mut conn).await?;
     conn.close().await?;
     Ok(())
+}
+
+async fn set_owner_role(conn: &mut PgConnection) -> Result<(), PgError> {
+    sqlx::query(&format!("SET ROLE {OWNER_ROLE}"))
+        .execute(&mut *conn)
+        .await
+        .map_err(|source| PgError::CannotSetRole {
+            role: OWNER_ROLE.to_owned(),
+            source,
+        })?;
+    Ok(())
+}
+
+/// Makes sure `mnemo_owner` (the current role) may create the tables in the
+/// schema they go into.
+///
+/// PostgreSQL 15 revoked `CREATE` on `public` from every role: only the
+/// database owner (and superusers) may create there. A database made by
+/// `createdb` as an administrator belongs to that administrator, so the
+/// owner role could not create its first table. The login that migrates
+/// then grants `mnemo_owner` `USAGE, CREATE` on that one schema, which it
+/// may do as a superuser or as the database owner (PostgreSQL 15's `public`
+/// belongs to `pg_database_owner`). A grant rather than handing over the
+/// schema or the database: the narrowest privilege that lets the migrations
+/// run; nothing else changes hands, and the app and system roles still may
+/// create nothing. A database that `mnemo_owner` owns, or a schema it owns
+/// (the compose deployment's), needs no grant, and none is made.
+///
+/// `switched`: the connection logged in as another role and `SET ROLE` to
+/// the owner; the grant is made as that login. Logged in as `mnemo_owner`
+/// itself there is nobody to grant it: the error says what to run.
+async fn allow_the_owner_to_create(conn: &mut PgConnection, switched: bool) -> Result<(), PgError> {
+    // current_schema() skips the search path's schemas that do not exist or
+    // that the role may not use: NULL when none is left.
+    let (schema, may_create): (Option<String>, Option<bool>) = sqlx::query_as(
+        "SELECT current_schema()::text, has_schema_privilege(current_schema(), 'CREATE')",
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    if may_create == Some(true) {
+        return Ok(());
+    }
+    let cannot = |schema: &str, cause: String| PgError::CannotCreateTables {
+        role: OWNER_ROLE.to_owned(),
+        schema: schema.to_owned(),
+        cause,
+    };
+    // With no usable schema, the default one is what to grant.
+    let schema = schema.unwrap_or_else(|| "public".to_owned());
+    if !switched {
+        return Err(cannot(&schema, String::new()));
+    }
+    sqlx::query("RESET ROLE").execute(&mut *conn).await?;
+    let grant: String = sqlx::query_scalar(
+        "SELECT format('GRANT USAGE, CREATE ON SCHEMA %I TO %I', $1::text, $2::text)",
+    )
+    .bind(&schema)
+    .bind(OWNER_ROLE)
+    .fetch_one(&mut *conn)
+    .await?;
+    if let Err(error) = sqlx::query(&grant).execute(&mut *conn).await {
+        return Err(cannot(&schema, format!(" ({error})")));
+    }
+    set_owner_role(conn).await?;
+    // A login with some privilege on the schema but no grant option gets
+    // a warning, not an error, and grants nothing: look again.
+    let granted: Option<bool> =
+        sqlx::query_scalar("SELECT has_schema_privilege(current_schema(), 'CREATE')")
+            .fetch_one(&mut *conn)
+            .await?;
+    match granted {
+        Some(true) => Ok(()),
+        _ => Err(cannot(
+            &schema,
+            " (the grant changed nothing: this login holds no grant option on it)".to_owned(),
+        )),
+    }
 }
 
 /// Creates the three roles if they do not exist, and refuses to go on if an

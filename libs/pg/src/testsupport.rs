@@ -39,6 +39,22 @@ impl TestDatabase {
     /// Creates and migrates a new database. Panics when the server cannot be
     /// reached: these tests need a real PostgreSQL.
     pub async fn new() -> TestDatabase {
+        let db = Self::create(Some(OWNER_ROLE)).await;
+        crate::migrate_with(db.admin.clone())
+            .await
+            .expect("migrate");
+        db
+    }
+
+    /// A new database as `createdb` makes it for the superuser login: owned
+    /// by that login, not by `mnemo_owner`, so on PostgreSQL 15+ the owner
+    /// role may not create in its `public` schema. Not migrated: the test
+    /// migrates it (the roles exist).
+    pub async fn owned_by_the_login() -> TestDatabase {
+        Self::create(None).await
+    }
+
+    async fn create(owner: Option<&str>) -> TestDatabase {
         let url = std::env::var("TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_URL.to_owned());
         let maintenance = crate::options(&url).expect("TEST_DATABASE_URL is a postgres URL");
         let mut conn = PgConnection::connect_with(&maintenance)
@@ -48,14 +64,16 @@ impl TestDatabase {
         crate::ensure_roles(&mut conn).await.expect("roles");
         let suffix = uuid::Uuid::new_v4().simple().to_string();
         let name = format!("{PREFIX}{}_{}", now_secs(), &suffix[..12]);
-        sqlx::query(&format!("CREATE DATABASE {name} OWNER {OWNER_ROLE}"))
+        let owner = owner
+            .map(|owner| format!(" OWNER {owner}"))
+            .unwrap_or_default();
+        sqlx::query(&format!("CREATE DATABASE {name}{owner}"))
             .execute(&mut conn)
             .await
             .expect("create test database");
         conn.close().await.ok();
 
         let admin = maintenance.clone().database(&name);
-        crate::migrate_with(admin.clone()).await.expect("migrate");
         let tenant = TenantPool::connect_with(as_role(&admin, APP_ROLE), 4)
             .await
             .expect("app pool");

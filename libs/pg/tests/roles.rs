@@ -213,3 +213,116 @@ async fn an_existing_role_that_bypasses_rls_is_refused() {
         "{refused:?}"
     );
 }
+
+/// The server's major version: PostgreSQL 15 revoked `CREATE` on `public`
+/// from every role, which is what the next two tests are about.
+async fn server_major(conn: &mut PgConnection) -> i32 {
+    let number: String = sqlx::query_scalar("SHOW server_version_num")
+        .fetch_one(conn)
+        .await
+        .unwrap();
+    number.parse::<i32>().unwrap() / 10_000
+}
+
+/// A database made as docs/scale-out.md makes it (`createdb -O postgres`):
+/// owned by the superuser login, not by `mnemo_owner`. On PostgreSQL 15+
+/// the owner role may not create in its `public` schema, and migrating
+/// failed with "permission denied for schema public". The migration grants
+/// the owner role what it needs, and nothing more.
+#[tokio::test]
+async fn a_database_the_login_owns_is_migrated_with_the_tables_owned_by_mnemo_owner() {
+    let db = TestDatabase::owned_by_the_login().await;
+    mnemo_pg::migrate_with(db.admin_options()).await.unwrap();
+    // Again: nothing to grant or apply.
+    mnemo_pg::migrate_with(db.admin_options()).await.unwrap();
+    let admin = db.raw_pool("postgres").await;
+    let owners: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT tableowner::text FROM pg_tables WHERE schemaname = 'public'",
+    )
+    .fetch_all(&admin)
+    .await
+    .unwrap();
+    assert_eq!(owners, vec![OWNER_ROLE.to_owned()]);
+    let tables: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM pg_tables WHERE schemaname = 'public'")
+            .fetch_one(&admin)
+            .await
+            .unwrap();
+    assert!(tables >= 8, "{tables} tables");
+    let unprotected: Vec<String> = sqlx::query_scalar(
+        "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE n.nspname = 'public' AND c.relkind = 'r' \
+         AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'tenant_id') \
+         AND NOT (c.relrowsecurity AND c.relforcerowsecurity)",
+    )
+    .fetch_all(&admin)
+    .await
+    .unwrap();
+    assert!(unprotected.is_empty(), "{unprotected:?}");
+    // The database stays the login's: only the schema privilege was granted.
+    let database_owner: String = sqlx::query_scalar(
+        "SELECT pg_get_userbyid(datdba)::text FROM pg_database WHERE datname = current_database()",
+    )
+    .fetch_one(&admin)
+    .await
+    .unwrap();
+    assert_ne!(database_owner, OWNER_ROLE);
+    for (role, may) in [(OWNER_ROLE, true), (APP_ROLE, false), (SYSTEM_ROLE, false)] {
+        let create: bool =
+            sqlx::query_scalar("SELECT has_schema_privilege($1, 'public', 'CREATE')")
+                .bind(role)
+                .fetch_one(&admin)
+                .await
+                .unwrap();
+        assert_eq!(create, may, "{role} may create in public");
+    }
+    // And the services' roles work on it.
+    let mut tx = db
+        .tenant_pool()
+        .begin(&TenantId::parse("t1").unwrap())
+        .await
+        .unwrap();
+    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM memories")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+}
+
+/// A login that may act as `mnemo_owner` but may not grant on the schema
+/// (neither superuser nor the database's owner) gets an error that says
+/// what to run, instead of "permission denied for schema public".
+#[tokio::test]
+async fn a_login_that_cannot_grant_the_schema_is_told_what_to_run() {
+    let db = TestDatabase::owned_by_the_login().await;
+    let mut admin = PgConnection::connect_with(&db.admin_options())
+        .await
+        .unwrap();
+    if server_major(&mut admin).await < 15 {
+        eprintln!("skipped: before PostgreSQL 15 every role may create in public");
+        return;
+    }
+    let login = format!(
+        "mnemo_migrator_{}",
+        db.name().rsplit('_').next().unwrap_or("x")
+    );
+    sqlx::query(&format!(
+        "CREATE ROLE {login} LOGIN NOSUPERUSER NOBYPASSRLS IN ROLE {OWNER_ROLE}"
+    ))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    let refused = mnemo_pg::migrate_with(db.options_as(&login)).await;
+    sqlx::query(&format!("DROP ROLE {login}"))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let error = match refused {
+        Err(error @ PgError::CannotCreateTables { .. }) => error.to_string(),
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        error.contains("GRANT USAGE, CREATE ON SCHEMA public TO mnemo_owner"),
+        "{error}"
+    );
+}
