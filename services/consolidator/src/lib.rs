@@ -40,12 +40,21 @@ use mnemo_domain::events::EventType;
 use mnemo_domain::{DomainEvent, RecordedEvent, SubjectId, TenantId};
 use mnemo_event_store::sealed::LogError;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
+use tracing::Instrument;
 
 use crate::buffer::Conversation;
 use crate::pipeline::{Batches, Outcome, Pipeline, PipelineError};
 
 /// A subject of a tenant: what one worker owns at a time.
 type SubjectKey = (TenantId, SubjectId);
+
+/// A conversation waiting for its subject's worker: which batches, and the
+/// span of the record that asked (so the events the drain appends join
+/// that request's trace, as they did when the consumer drained inline).
+struct Scheduled {
+    which: Batches,
+    span: tracing::Span,
+}
 
 /// Drains conversations on at most `workers` tasks at once, one subject
 /// never on two of them.
@@ -59,7 +68,7 @@ struct Inner {
     /// Subjects a worker is draining, with their conversations still to
     /// drain. A conversation scheduled while its subject is here joins the
     /// set instead of starting a second worker.
-    queued: std::sync::Mutex<HashMap<SubjectKey, BTreeMap<Conversation, Batches>>>,
+    queued: std::sync::Mutex<HashMap<SubjectKey, BTreeMap<Conversation, Scheduled>>>,
     /// Held by every drain of a subject (worker or direct call), so a
     /// tool's direct drain never runs beside a worker's.
     subjects: std::sync::Mutex<HashMap<SubjectKey, Arc<Mutex<()>>>>,
@@ -237,7 +246,16 @@ impl Inner {
                 merge(waiting, conversation, which);
                 return;
             }
-            queued.insert(key.clone(), BTreeMap::from([(conversation, which)]));
+            queued.insert(
+                key.clone(),
+                BTreeMap::from([(
+                    conversation,
+                    Scheduled {
+                        which,
+                        span: tracing::Span::current(),
+                    },
+                )]),
+            );
         }
         let mut tasks = inner.tasks.lock().unwrap_or_else(|p| p.into_inner());
         // Reap the finished ones, so the set holds only the running.
@@ -275,10 +293,10 @@ impl Inner {
                 }
                 next
             };
-            let Some((conversation, which)) = next else {
+            let Some((conversation, Scheduled { which, span })) = next else {
                 return;
             };
-            if let Err(error) = self.drain(&conversation, which).await {
+            if let Err(error) = self.drain(&conversation, which).instrument(span).await {
                 // Its messages stay buffered: the idle sweeper takes them
                 // again.
                 tracing::warn!(tenant = %conversation.tenant, error = %error, "consolidation failed; the messages stay buffered");
@@ -341,14 +359,20 @@ impl Inner {
 }
 
 /// Schedules a conversation into its subject's waiting set: asked for
-/// everything once, it stays asked for everything.
+/// everything once, it stays asked for everything, in the trace of the
+/// latest record that asked.
 fn merge(
-    waiting: &mut BTreeMap<Conversation, Batches>,
+    waiting: &mut BTreeMap<Conversation, Scheduled>,
     conversation: Conversation,
     which: Batches,
 ) {
-    let entry = waiting.entry(conversation).or_insert(which);
-    *entry = (*entry).max(which);
+    let span = tracing::Span::current();
+    let entry = waiting.entry(conversation).or_insert(Scheduled {
+        which,
+        span: span.clone(),
+    });
+    entry.which = entry.which.max(which);
+    entry.span = span;
 }
 
 #[async_trait]

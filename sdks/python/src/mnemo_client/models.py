@@ -678,6 +678,11 @@ class ErrorDetail(ResponseModel):
 
     code: str
     message: str
+    retry_after_seconds: Optional[int] = None
+    """On 429 and 503 refusals: the ``Retry-After`` header's value."""
+    limit: Optional[str] = None
+    """On ``quota_exceeded`` / ``backlog_full``: the limit that refused."""
+    limit_value: Optional[int] = None
 
 
 class Error(ResponseModel):
@@ -693,11 +698,28 @@ class EmbedderInfo(ResponseModel):
     fallback: bool
 
 
+class BacklogConsolidation(ResponseModel):
+    """``Health.backlog.consolidation``: messages waiting for consolidation."""
+
+    messages: int
+    conversations: int
+    oldest_seconds: Optional[float] = None
+
+
+class Backlog(ResponseModel):
+    """``Health.backlog``."""
+
+    consolidation: Optional[BacklogConsolidation] = None
+    unconsolidated: Optional[int] = None
+
+
 class Health(ResponseModel):
-    status: Literal["ok", "ready"]
+    status: Literal["ok", "ready", "degraded"]
+    degraded: Optional[List[str]] = None
     relay_lag: Optional[int] = None
     consumer_lag: Optional[Dict[str, Optional[int]]] = None
     embedder: Optional[EmbedderInfo] = None
+    backlog: Optional[Backlog] = None
 
 
 __all__ = [
