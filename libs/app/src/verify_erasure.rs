@@ -915,6 +915,12 @@ fn tree_check(
             skipped.display()
         ));
     }
+    if scan.vanished > 0 {
+        note.push_str(&format!(
+            "; {} vanished while the scan ran (removed, nothing left to read)",
+            scan.vanished
+        ));
+    }
     if let Some((path, why)) = scan.unreadable.first() {
         note.push_str(&format!(
             "; {} could not be read (first: {}: {why})",

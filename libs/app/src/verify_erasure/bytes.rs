@@ -112,6 +112,10 @@ pub struct TreeScan {
     pub hits: Vec<FileHits>,
     /// Files or directories that could not be read, with why.
     pub unreadable: Vec<(PathBuf, String)>,
+    /// Entries listed but gone before they were opened (a database dropped
+    /// or a WAL segment recycled during the scan): they hold no bytes any
+    /// more, so they are counted, not failed.
+    pub vanished: u64,
     /// Directories left out on purpose.
     pub skipped: Vec<PathBuf>,
 }
@@ -125,6 +129,10 @@ pub fn scan_tree(root: &Path, needles: &Needles, skip: &[PathBuf]) -> TreeScan {
     while let Some(dir) = pending.pop() {
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                scan.vanished += 1;
+                continue;
+            }
             Err(e) => {
                 scan.unreadable.push((relative(root, &dir), e.to_string()));
                 continue;
@@ -135,6 +143,10 @@ pub fn scan_tree(root: &Path, needles: &Needles, skip: &[PathBuf]) -> TreeScan {
         for path in paths {
             let kind = match std::fs::symlink_metadata(&path) {
                 Ok(metadata) => metadata.file_type(),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    scan.vanished += 1;
+                    continue;
+                }
                 Err(e) => {
                     scan.unreadable.push((relative(root, &path), e.to_string()));
                     continue;
@@ -156,6 +168,7 @@ pub fn scan_tree(root: &Path, needles: &Needles, skip: &[PathBuf]) -> TreeScan {
                             });
                         }
                     }
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => scan.vanished += 1,
                     Err(e) => scan.unreadable.push((relative(root, &path), e.to_string())),
                 }
             }
