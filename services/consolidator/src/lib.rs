@@ -137,22 +137,6 @@ impl Consolidator {
             .clear();
     }
 
-    /// Waits until no worker is busy and nothing is scheduled (tools and
-    /// tests that need a quiet consolidator).
-    pub async fn idle(&self) {
-        loop {
-            let empty = self
-                .inner
-                .queued
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .is_empty();
-            if empty {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
     /// Consolidates conversations that went quiet, every `tick`, forever.
     pub async fn run_idle_sweeper(self: Arc<Self>, tick: Duration) {
         loop {
