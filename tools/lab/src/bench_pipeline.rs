@@ -332,14 +332,7 @@ impl Shared {
         let response = match sent {
             Ok(response) => response,
             Err(error) => {
-                self.error(
-                    operation,
-                    if error.is_timeout() {
-                        "timeout"
-                    } else {
-                        "transport"
-                    },
-                );
+                self.error(operation, transport_failure(&error));
                 return None;
             }
         };
@@ -373,14 +366,7 @@ impl Shared {
         let response = match self.client.get(format!("{}/readyz", self.url)).send().await {
             Ok(response) => response,
             Err(error) => {
-                self.error(
-                    "readyz",
-                    if error.is_timeout() {
-                        "timeout"
-                    } else {
-                        "transport"
-                    },
-                );
+                self.error("readyz", transport_failure(&error));
                 return None;
             }
         };
@@ -439,6 +425,15 @@ impl Conversation {
             self.in_session = 0;
         }
         messages
+    }
+}
+
+/// How a request that got no response failed, as the errors table names it.
+fn transport_failure(error: &reqwest::Error) -> &'static str {
+    if error.is_timeout() {
+        "timeout"
+    } else {
+        "transport"
     }
 }
 
