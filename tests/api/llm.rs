@@ -1,6 +1,7 @@
 //! LLM consolidation end to end: the server with `MNEMO_LLM_*` pointing at a
 //! mock OpenAI-compatible server that replays scripted answers. Extraction,
-//! merge decisions, confidence routing, relations and the profile; every
+//! merge decisions, confidence routing, relations (asked with the merge),
+//! the calls a batch makes, and the profile; every
 //! tolerated malformation, HTTP failures, timeouts, the fallback to the
 //! rules, the daily budget, and redelivery.
 
@@ -23,8 +24,6 @@ fn purpose(request: &Value) -> &'static str {
         "extract"
     } else if system.starts_with("You maintain") {
         "merge"
-    } else if system.starts_with("You connect") {
-        "relations"
     } else if system.starts_with("You keep a short profile") {
         "profile"
     } else {
@@ -60,8 +59,7 @@ impl Script {
         match purpose {
             "extract" => r#"{"memories": []}"#.into(),
             // Keep every candidate: the decisions list may be empty.
-            "merge" => r#"{"decisions": []}"#.into(),
-            "relations" => r#"{"relations": []}"#.into(),
+            "merge" => r#"{"decisions": [], "relations": []}"#.into(),
             _ => "The user has a profile.".into(),
         }
     }
@@ -205,10 +203,13 @@ async fn spawn(config: &str, env: &[(&str, &str)]) -> LlmApp {
     mock.respond_with(move |request| answers.next(purpose(request)));
     let config_dir = tempfile::tempdir().unwrap();
     let file = config_dir.path().join("mnemo.toml");
-    // Only explicit requests consolidate, so each test decides when.
+    // Only explicit requests consolidate, so each test decides when; the
+    // merge call is made whenever the subject has memories (the tests
+    // script its answers: the lexical embedder's similarities are not what
+    // they are about), except where a test sets its own policy.
     std::fs::write(
         &file,
-        format!("[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n{config}"),
+        format!("[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\nmerge_similarity = 0\n{config}"),
     )
     .unwrap();
     let uri = mock.uri();
@@ -269,7 +270,7 @@ async fn extraction_becomes_memories_with_model_and_prompt_version_and_small_tal
         let producer = &memory["provenance"]["producer"];
         assert_eq!(producer["strategy"], "llm");
         assert_eq!(producer["model"], "mock-model");
-        assert_eq!(producer["prompt_version"], "v1");
+        assert_eq!(producer["prompt_version"], "v2");
         assert!(producer.get("fallback").is_none());
         // Each memory names the message it came from.
         let sources = memory["provenance"]["source_event_ids"].as_array().unwrap();
@@ -291,7 +292,7 @@ async fn extraction_becomes_memories_with_model_and_prompt_version_and_small_tal
         .contains("I live in Lyon"));
     assert_eq!(request["response_format"]["type"], "json_schema");
     assert_eq!(batch["strategy"], "llm");
-    assert_eq!(batch["prompt_version"], "v1");
+    assert_eq!(batch["prompt_version"], "v2");
     assert!(batch["prompt_tokens"].as_u64().unwrap() > 0);
 
     // Small talk: the model finds nothing, so nothing is stored.
@@ -632,7 +633,8 @@ async fn an_exhausted_budget_falls_back_until_the_day_ends() {
         "extract",
         extraction(&[("The user has a cat.", "fact", 0.9)]),
     );
-    // Extraction, merge and relations: the budget of 2 calls is spent.
+    // Two extractions (and a merge, if the memories are close): the budget
+    // of 2 calls is spent.
     llm.consolidate("jon", &["I have a cat"]).await;
     let spent = llm.mock.request_count();
     assert!(spent >= 2);
@@ -719,7 +721,7 @@ async fn redelivered_messages_make_no_duplicate_memory_and_no_llm_call() {
 #[tokio::test]
 async fn relations_link_both_memories_and_profiles_follow_new_memories() {
     let llm = spawn(
-        "[consolidation.tenants.acme]\nbatch_size = 50\nidle_timeout = 3600\nprofile_every = 2\n",
+        "[consolidation.tenants.acme]\nbatch_size = 50\nidle_timeout = 3600\nprofile_every = 2\nmerge_similarity = 0\n",
         &[],
     )
     .await;
@@ -741,22 +743,32 @@ async fn relations_link_both_memories_and_profiles_follow_new_memories() {
     );
     llm.script.push(
         "merge",
-        r#"{"decisions": [{"candidate": 0, "action": "keep", "target": null, "content": null, "reason": "new"}]}"#,
-    );
-    llm.script.push(
-        "relations",
-        r#"{"relations": [{"from": "e2", "to": "n1", "relation": "premise", "confidence": 0.9}]}"#,
+        r#"{"decisions": [{"candidate": 0, "action": "keep", "target": null, "content": null, "reason": "new"}],
+            "relations": [{"from": "m1", "to": "c0", "relation": "premise", "confidence": 0.9}]}"#,
     );
     llm.script
         .push("profile", "Allergic to dairy; avoids cheese dishes.");
     let second = llm.consolidate("max", &["so I skipped the lasagne"]).await;
-    assert_eq!(second["llm_calls"], 4);
+    // Extraction, the merge with the relations, the profile: no call of
+    // its own for the relations.
+    assert_eq!(second["llm_calls"], 3);
+    let merge = llm
+        .mock
+        .requests()
+        .into_iter()
+        .find(|r| purpose(r) == "merge")
+        .unwrap();
+    let input: Value =
+        serde_json::from_str(merge["messages"][1]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(input["relations_wanted"], true);
+    assert_eq!(input["candidates"][0]["id"], "c0");
+    assert_eq!(input["existing"][0]["id"], "m1");
     let memories = llm.memories("max", 2).await;
     let decision = memories.iter().find(|m| m["kind"] == "decision").unwrap()["id"]
         .as_str()
         .unwrap()
         .to_owned();
-    // The relations prompt labelled the pair; the edge is on both streams.
+    // The merge prompt labelled the pair; the edge is on both streams.
     let relation = llm.events("max", "RelationAdded").await;
     assert_eq!(relation.len(), 2);
     let streams: Vec<&str> = relation
@@ -801,6 +813,49 @@ async fn relations_link_both_memories_and_profiles_follow_new_memories() {
     );
     llm.consolidate("max", &["margherita please"]).await;
     assert_eq!(llm.events("max", "ProfileUpdated").await.len(), 1);
+}
+
+#[tokio::test]
+async fn the_merge_call_is_made_only_when_a_neighbour_is_close() {
+    // The tenant's own policy: the default gate (merge_similarity 0.6).
+    let llm = spawn(
+        "[consolidation.tenants.acme]\nbatch_size = 50\nidle_timeout = 3600\n",
+        &[],
+    )
+    .await;
+    llm.script.push(
+        "extract",
+        extraction(&[("The user lives in Lyon.", "fact", 0.9)]),
+    );
+    let first = llm.consolidate("eve", &["I live in Lyon"]).await;
+    assert_eq!(first["llm_calls"], 1, "no memory yet: extraction only");
+    llm.memories("eve", 1).await;
+
+    // Nothing alike: kept without a merge call.
+    llm.script.push(
+        "extract",
+        extraction(&[("Cello practice happens every weekend.", "fact", 0.9)]),
+    );
+    let far = llm.consolidate("eve", &["cello on weekends"]).await;
+    assert_eq!(far["llm_calls"], 1);
+    assert_eq!(far["created"], 1);
+    assert_eq!(llm.calls("merge"), 0);
+    llm.memories("eve", 2).await;
+
+    // The same memory again: close, so the model decides (here: skip).
+    llm.script.push(
+        "extract",
+        extraction(&[("The user lives in Lyon.", "fact", 0.9)]),
+    );
+    llm.script.push(
+        "merge",
+        r#"{"decisions": [{"candidate": 0, "action": "skip", "target": null, "content": null, "reason": "known"}], "relations": []}"#,
+    );
+    let close = llm.consolidate("eve", &["still in Lyon"]).await;
+    assert_eq!(close["llm_calls"], 2);
+    assert_eq!(close["created"], 0);
+    assert_eq!(llm.calls("merge"), 1);
+    assert_eq!(llm.memories("eve", 2).await.len(), 2);
 }
 
 #[tokio::test]
@@ -920,7 +975,7 @@ async fn a_held_candidate_is_approved_through_the_queue_and_a_why_search_follows
     let approved = resolved["memory_id"].as_str().unwrap().to_owned();
     let memory = llm.memory(&approved).await;
     assert_eq!(memory["provenance"]["producer"]["strategy"], "llm");
-    assert_eq!(memory["provenance"]["producer"]["prompt_version"], "v1");
+    assert_eq!(memory["provenance"]["producer"]["prompt_version"], "v2");
     let allergy = llm.memories("ora", 2).await;
     let allergy = allergy
         .iter()
@@ -936,10 +991,10 @@ async fn a_held_candidate_is_approved_through_the_queue_and_a_why_search_follows
         extraction(&[("The user skipped the cheese lasagne.", "decision", 0.9)]),
     );
     llm.script.push(
-        "relations",
-        json!({"relations": [
-            {"from": "e2", "to": "n1", "relation": "premise", "confidence": 0.9},
-            {"from": "e3", "to": "n1", "relation": "unrelated", "confidence": 0.9}
+        "merge",
+        json!({"decisions": [], "relations": [
+            {"from": "m1", "to": "c0", "relation": "premise", "confidence": 0.9},
+            {"from": "m2", "to": "c0", "relation": "unrelated", "confidence": 0.9}
         ]})
         .to_string(),
     );
@@ -950,7 +1005,7 @@ async fn a_held_candidate_is_approved_through_the_queue_and_a_why_search_follows
         .as_str()
         .unwrap()
         .to_owned();
-    // Which existing memory was labelled e2 depends on similarity: find it.
+    // Which existing memory was labelled m1 depends on similarity: find it.
     let relations = llm.events("ora", "RelationAdded").await;
     assert_eq!(relations.len(), 2, "one edge, on both streams");
     let premise = relations[0]["payload"]["from"].as_str().unwrap().to_owned();

@@ -680,8 +680,6 @@ async fn nothing_of_an_erased_subject_is_left_in_postgresql_or_on_the_bus_with_a
             extraction.clone()
         } else if system.starts_with("You maintain") {
             r#"{"decisions": []}"#.to_owned()
-        } else if system.starts_with("You connect") {
-            r#"{"relations": []}"#.to_owned()
         } else {
             format!("The user takes {} and works in Lisbon.", CANARIES.content)
         }

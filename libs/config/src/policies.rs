@@ -96,6 +96,7 @@ impl RawConsolidation {
             if policy.batch_size == 0
                 || !fraction(policy.min_confidence)
                 || !fraction(policy.similarity_threshold)
+                || !fraction(policy.merge_similarity)
                 || !fraction(policy.protected_importance)
                 || policy
                     .auto_threshold
@@ -103,7 +104,7 @@ impl RawConsolidation {
             {
                 return Err(invalid(
                     "consolidation",
-                    "batch_size ≥ 1; min_confidence, similarity_threshold and protected_importance within 0..1; auto_threshold within min_confidence..1",
+                    "batch_size ≥ 1; min_confidence, similarity_threshold, merge_similarity and protected_importance within 0..1; auto_threshold within min_confidence..1",
                 ));
             }
         }
@@ -154,6 +155,13 @@ mod tests {
     fn a_bad_consolidation_policy_is_refused_naming_the_section() {
         let error = load_toml("[consolidation.tenants.acme]\nmin_confidence = 1.5\n").unwrap_err();
         assert!(error.to_string().contains("consolidation"), "{error}");
+        let error = load_toml("[consolidation.default]\nmerge_similarity = -0.1\n").unwrap_err();
+        assert!(error.to_string().contains("merge_similarity"), "{error}");
+        let settings = load_toml("[consolidation.default]\nmerge_similarity = 0.7\n").unwrap();
+        assert_eq!(
+            settings.consolidation.for_tenant("any").merge_similarity,
+            0.7
+        );
     }
 
     #[test]

@@ -28,10 +28,18 @@ pub struct ConsolidationPolicy {
     /// automatically (seed 002 §5.2: an allergy is not overwritten silently).
     pub protected_importance: f32,
     /// Rewrite the subject's profile once this many memories were created
-    /// since the last one; 0 turns profiles off.
+    /// since the last one; 0 turns profiles off. One rewrite covers them
+    /// all, so a larger number spends fewer calls on the same memories.
     pub profile_every: usize,
-    /// Classify each new memory's relations to its nearest memories (LLM only).
+    /// Ask for each new memory's relations to its nearest memories (LLM
+    /// only; part of the merge call, which costs nothing more).
     pub relations: bool,
+    /// The LLM's merge call is made only when some candidate of the batch
+    /// has an existing memory at least this similar (cosine); below it no
+    /// memory could be a duplicate, a revision or a contradiction of the
+    /// candidate, and every candidate is kept without a call. 0 asks
+    /// whenever the subject has memories.
+    pub merge_similarity: f32,
     /// LLM calls and tokens a tenant may spend per UTC day; past either, the
     /// rules consolidate until the day ends.
     pub daily_llm_calls: u64,
@@ -49,8 +57,9 @@ impl Default for ConsolidationPolicy {
             min_confidence: 0.6,
             auto_threshold: None,
             protected_importance: 0.75,
-            profile_every: 5,
+            profile_every: 20,
             relations: true,
+            merge_similarity: 0.6,
             daily_llm_calls: 5_000,
             daily_llm_tokens: 5_000_000,
             similarity_threshold: 0.9,

@@ -1,6 +1,13 @@
 //! The LLM consolidation strategy (seeds 000, 002, 004): extraction, merge
-//! decisions, relation classification and the rolling profile, each one
-//! chat completion with a versioned prompt and a JSON answer shape.
+//! decisions with the relations of what is kept, and the rolling profile,
+//! each one chat completion with a versioned prompt and a JSON answer shape.
+//!
+//! Key decision: seed 000's budget is two calls per batch of 10 messages
+//! (extract, then merge only when memories exist). Relations are asked in
+//! the merge call, which already shows each candidate its nearest memories,
+//! instead of a third call over the same pairs; the pipeline skips the merge
+//! call when no neighbour is close, and the profile is rewritten once per
+//! `profile_every` new memories, not per batch.
 //!
 //! Key decision: an unreliable model can never lose or corrupt a memory.
 //! Every answer goes through tolerant parsing ([`mnemo_llm::answer`]) and
@@ -27,8 +34,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::strategy::{
-    Candidate, ConsolidationStrategy, ConversationMessage, ExistingMemory, FoundRelation,
-    MergeAction, MergeDecision, RelationQuery, Spend, StrategyError,
+    Candidate, CandidateRelation, ConsolidationStrategy, ConversationMessage, ExistingMemory,
+    MergeAction, MergeDecision, MergeOutcome, Spend, StrategyError,
 };
 
 /// How many times one call is tried before the batch falls back.
@@ -40,31 +47,30 @@ const MIN_RELATION_CONFIDENCE: f32 = 0.5;
 const MAX_CONTENT_CHARS: usize = 500;
 const MAX_PROFILE_CHARS: usize = 2_000;
 
-/// The four prompts and the version that names them.
+/// The three prompts and the version that names them.
 #[derive(Debug, Clone)]
 pub struct PromptSet {
     pub version: String,
     pub extract: String,
     pub merge: String,
-    pub relations: String,
     pub profile: String,
 }
 
 impl PromptSet {
-    /// The prompts this build ships (`prompts/v1`).
+    /// The prompts this build ships (`prompts/v2`).
     pub fn builtin() -> Self {
         PromptSet {
-            version: include_str!("../prompts/v1/VERSION").trim().to_owned(),
-            extract: include_str!("../prompts/v1/extract.md").to_owned(),
-            merge: include_str!("../prompts/v1/merge.md").to_owned(),
-            relations: include_str!("../prompts/v1/relations.md").to_owned(),
-            profile: include_str!("../prompts/v1/profile.md").to_owned(),
+            version: include_str!("../prompts/v2/VERSION").trim().to_owned(),
+            extract: include_str!("../prompts/v2/extract.md").to_owned(),
+            merge: include_str!("../prompts/v2/merge.md").to_owned(),
+            profile: include_str!("../prompts/v2/profile.md").to_owned(),
         }
     }
 
-    /// An operator's prompts: `VERSION`, `extract.md`, `merge.md`,
-    /// `relations.md` and `profile.md` in `dir`. The version goes into every
-    /// memory's provenance, so it is required.
+    /// An operator's prompts: `VERSION`, `extract.md`, `merge.md` and
+    /// `profile.md` in `dir`. The version goes into every memory's
+    /// provenance, so it is required. A merge prompt that asks for no
+    /// relations simply records none.
     pub fn load(dir: &Path) -> Result<Self, LlmSetupError> {
         let read = |name: &str| {
             std::fs::read_to_string(dir.join(name)).map_err(|source| LlmSetupError::Prompt {
@@ -80,7 +86,6 @@ impl PromptSet {
             version,
             extract: read("extract.md")?,
             merge: read("merge.md")?,
-            relations: read("relations.md")?,
             profile: read("profile.md")?,
         })
     }
@@ -215,6 +220,10 @@ struct ExtractedMemory {
 #[derive(Deserialize)]
 struct MergeAnswer {
     decisions: Vec<MergeItem>,
+    /// Tolerant: an answer without relations (or with malformed ones) still
+    /// carries its decisions.
+    #[serde(default)]
+    relations: Vec<Value>,
 }
 
 #[derive(Deserialize)]
@@ -227,11 +236,6 @@ struct MergeItem {
     content: Option<String>,
     #[serde(default)]
     reason: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct RelationsAnswer {
-    relations: Vec<Value>,
 }
 
 #[derive(Deserialize)]
@@ -273,38 +277,30 @@ fn merge_schema() -> AnswerSchema {
         "merge",
         json!({
             "type": "object",
-            "properties": {"decisions": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "candidate": {"type": "integer"},
-                    "action": {"type": "string", "enum": ["keep", "skip", "merge_into", "supersede"]},
-                    "target": {"type": ["string", "null"]},
-                    "content": {"type": ["string", "null"]},
-                    "reason": {"type": "string"}
-                },
-                "required": ["candidate", "action"]
-            }}},
-            "required": ["decisions"]
-        }),
-    )
-}
-
-fn relations_schema() -> AnswerSchema {
-    AnswerSchema::new(
-        "relations",
-        json!({
-            "type": "object",
-            "properties": {"relations": {"type": "array", "items": {
-                "type": "object",
-                "properties": {
-                    "from": {"type": "string"},
-                    "to": {"type": "string"},
-                    "relation": {"type": "string", "enum": ["premise", "cause", "refines", "contradicts", "parallel", "unrelated"]},
-                    "confidence": {"type": "number", "minimum": 0, "maximum": 1}
-                },
-                "required": ["from", "to", "relation"]
-            }}},
-            "required": ["relations"]
+            "properties": {
+                "decisions": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "candidate": {"type": "integer"},
+                        "action": {"type": "string", "enum": ["keep", "skip", "merge_into", "supersede"]},
+                        "target": {"type": ["string", "null"]},
+                        "content": {"type": ["string", "null"]},
+                        "reason": {"type": "string"}
+                    },
+                    "required": ["candidate", "action"]
+                }},
+                "relations": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "from": {"type": "string"},
+                        "to": {"type": "string"},
+                        "relation": {"type": "string", "enum": ["premise", "cause", "refines", "contradicts", "parallel", "unrelated"]},
+                        "confidence": {"type": "number", "minimum": 0, "maximum": 1}
+                    },
+                    "required": ["from", "to", "relation"]
+                }}
+            },
+            "required": ["decisions", "relations"]
         }),
     )
 }
@@ -400,14 +396,16 @@ pub fn parse_extraction(
 }
 
 /// Validates a merge answer against the candidates and the labels of the
-/// existing memories shown. Strict: one decision that cannot be applied as
-/// stated refuses the whole answer, since applying it differently (say,
-/// keeping what the model meant to skip) would store a duplicate.
+/// existing memories shown. Strict for decisions: one decision that cannot
+/// be applied as stated refuses the whole answer, since applying it
+/// differently (say, keeping what the model meant to skip) would store a
+/// duplicate. Tolerant for relations, which lose no memory: see
+/// [`parse_relations`].
 pub fn parse_merge(
     text: &str,
     candidates: usize,
     labels: &HashMap<String, MemoryId>,
-) -> Result<Vec<MergeDecision>, String> {
+) -> Result<MergeOutcome, String> {
     let answer: MergeAnswer = mnemo_llm::answer::parse(text).map_err(|e| e.to_string())?;
     let target_of = |item: &MergeItem| -> Result<MemoryId, String> {
         let raw = item
@@ -458,44 +456,65 @@ pub fn parse_merge(
             reason: item.reason.clone().unwrap_or_default(),
         });
     }
-    Ok(decisions)
+    Ok(MergeOutcome {
+        decisions,
+        relations: parse_relations(answer.relations, candidates, labels),
+    })
 }
 
-/// Validates a relations answer; pairs with unknown ids, a memory related
-/// to itself or an unknown relation are dropped, as are "unrelated" ones.
+/// The relations of a merge answer. Each pairs a candidate (`c<i>`) with
+/// an existing memory shown (`m<j>`), in either direction; items naming
+/// anything else, an unknown relation, "unrelated", or a confidence below
+/// [`MIN_RELATION_CONFIDENCE`] are dropped, as are repeats.
 pub fn parse_relations(
-    text: &str,
+    items: Vec<Value>,
+    candidates: usize,
     labels: &HashMap<String, MemoryId>,
-) -> Result<Vec<FoundRelation>, String> {
-    let answer: RelationsAnswer = mnemo_llm::answer::parse(text).map_err(|e| e.to_string())?;
-    let mut found: Vec<FoundRelation> = Vec::new();
-    for item in answer.relations {
+) -> Vec<CandidateRelation> {
+    let candidate = |label: &str| {
+        label
+            .strip_prefix('c')
+            .and_then(|i| i.parse::<usize>().ok())
+            .filter(|i| *i < candidates)
+    };
+    let mut found: Vec<CandidateRelation> = Vec::new();
+    for item in items {
         let Ok(item) = serde_json::from_value::<RelationItem>(item) else {
             continue;
         };
-        let (Some(from), Some(to)) = (labels.get(item.from.trim()), labels.get(item.to.trim()))
-        else {
-            continue;
+        let (from, to) = (item.from.trim(), item.to.trim());
+        let (index, memory, candidate_is_from) = match (
+            candidate(from),
+            labels.get(to),
+            candidate(to),
+            labels.get(from),
+        ) {
+            (Some(index), Some(memory), _, _) => (index, *memory, true),
+            (_, _, Some(index), Some(memory)) => (index, *memory, false),
+            _ => continue,
         };
         let Some(relation) = RelationKind::parse(item.relation.trim()) else {
             continue;
         };
-        if from == to || !(MIN_RELATION_CONFIDENCE..=1.0).contains(&item.confidence) {
+        if !(MIN_RELATION_CONFIDENCE..=1.0).contains(&item.confidence) {
             continue;
         }
-        let duplicate = found
-            .iter()
-            .any(|f| f.from == *from && f.to == *to && f.relation == relation);
-        if !duplicate {
-            found.push(FoundRelation {
-                from: *from,
-                to: *to,
-                relation,
-                confidence: item.confidence,
-            });
+        let proposed = CandidateRelation {
+            candidate: index,
+            memory,
+            candidate_is_from,
+            relation,
+            confidence: item.confidence,
+        };
+        let repeat = found.iter().any(|f| {
+            (f.candidate, f.memory, f.candidate_is_from, f.relation)
+                == (index, memory, candidate_is_from, relation)
+        });
+        if !repeat {
+            found.push(proposed);
         }
     }
-    Ok(found)
+    found
 }
 
 fn parse_profile(text: &str) -> Result<String, String> {
@@ -559,8 +578,9 @@ impl ConsolidationStrategy for LlmStrategy {
         &self,
         candidates: &[Candidate],
         existing: &[Vec<ExistingMemory>],
+        relations: bool,
         spend: &Spend,
-    ) -> Result<Vec<MergeDecision>, StrategyError> {
+    ) -> Result<MergeOutcome, StrategyError> {
         // One list of existing memories for all candidates, labelled m1…,
         // nearest first: short labels are copied back reliably, UUIDs not.
         let mut shown: Vec<&ExistingMemory> = Vec::new();
@@ -576,17 +596,20 @@ impl ConsolidationStrategy for LlmStrategy {
             }
         }
         if candidates.is_empty() {
-            return Ok(Vec::new());
+            return Ok(MergeOutcome::default());
         }
         if shown.is_empty() {
             // Nothing to compare with: every candidate is new, no call needed.
-            return Ok((0..candidates.len())
-                .map(|candidate| MergeDecision {
-                    candidate,
-                    action: MergeAction::Keep,
-                    reason: "no existing memory is similar".into(),
-                })
-                .collect());
+            return Ok(MergeOutcome {
+                decisions: (0..candidates.len())
+                    .map(|candidate| MergeDecision {
+                        candidate,
+                        action: MergeAction::Keep,
+                        reason: "no existing memory is similar".into(),
+                    })
+                    .collect(),
+                relations: Vec::new(),
+            });
         }
         let labels: HashMap<String, MemoryId> = shown
             .iter()
@@ -595,11 +618,12 @@ impl ConsolidationStrategy for LlmStrategy {
             .collect();
         let input = json!({
             "candidates": candidates.iter().enumerate().map(|(i, c)| json!({
-                "candidate": i, "content": c.content, "kind": c.kind.as_str(),
+                "candidate": i, "id": format!("c{i}"), "content": c.content, "kind": c.kind.as_str(),
             })).collect::<Vec<_>>(),
             "existing": shown.iter().enumerate().map(|(i, m)| json!({
                 "id": format!("m{}", i + 1), "content": m.content, "kind": m.kind.as_str(),
             })).collect::<Vec<_>>(),
+            "relations_wanted": relations,
         });
         self.ask(
             "merge",
@@ -610,49 +634,16 @@ impl ConsolidationStrategy for LlmStrategy {
             |text| parse_merge(text, candidates.len(), &labels),
         )
         .await
+        .map(|mut outcome| {
+            if !relations {
+                outcome.relations.clear();
+            }
+            outcome
+        })
     }
 
-    async fn relate(
-        &self,
-        queries: &[RelationQuery],
-        spend: &Spend,
-    ) -> Result<Vec<FoundRelation>, StrategyError> {
-        let mut labels: HashMap<String, MemoryId> = HashMap::new();
-        let mut label_of: HashMap<MemoryId, String> = HashMap::new();
-        let mut memories = Vec::new();
-        let mut pairs = Vec::new();
-        let mut label = |id: MemoryId, content: &str, prefix: &str| -> String {
-            if let Some(known) = label_of.get(&id) {
-                return known.clone();
-            }
-            let name = format!("{prefix}{}", label_of.len() + 1);
-            labels.insert(name.clone(), id);
-            label_of.insert(id, name.clone());
-            memories.push(json!({"id": name, "content": content}));
-            name
-        };
-        for query in queries {
-            let new = label(query.memory, &query.content, "n");
-            for (id, content) in &query.neighbours {
-                let other = label(*id, content, "e");
-                if other != new {
-                    pairs.push(json!([new, other]));
-                }
-            }
-        }
-        if pairs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let input = json!({"memories": memories, "pairs": pairs});
-        self.ask(
-            "relations",
-            &self.prompts.relations,
-            input,
-            Some(relations_schema()),
-            spend,
-            |text| parse_relations(text, &labels),
-        )
-        .await
+    fn merge_is_a_call(&self) -> bool {
+        true
     }
 
     async fn summarise(
@@ -768,7 +759,8 @@ mod tests {
             2,
             &labels,
         )
-        .unwrap();
+        .unwrap()
+        .decisions;
         assert_eq!(decisions[0].action, MergeAction::Supersede { target });
         assert_eq!(
             decisions[1].action,
@@ -789,28 +781,53 @@ mod tests {
     }
 
     #[test]
-    fn relations_drop_unknown_ids_and_unrelated_pairs() {
+    fn relations_pair_a_candidate_with_a_memory_shown() {
         let (a, b) = (MemoryId::new(), MemoryId::new());
-        let labels = HashMap::from([("n1".to_owned(), a), ("e2".to_owned(), b)]);
-        let found = parse_relations(
-            r#"{"relations": [
-                {"from": "e2", "to": "n1", "relation": "premise", "confidence": 0.9},
-                {"from": "n1", "to": "e2", "relation": "unrelated", "confidence": 0.9},
-                {"from": "n1", "to": "e7", "relation": "cause", "confidence": 0.9},
-                {"from": "n1", "to": "e2", "relation": "parallel", "confidence": 0.2}
+        let labels = HashMap::from([("m1".to_owned(), a), ("m2".to_owned(), b)]);
+        let outcome = parse_merge(
+            r#"{"decisions": [{"candidate": 0, "action": "keep"}, {"candidate": 1, "action": "keep"}],
+                "relations": [
+                {"from": "m2", "to": "c0", "relation": "premise", "confidence": 0.9},
+                {"from": "c1", "to": "m1", "relation": "refines"},
+                {"from": "m2", "to": "c0", "relation": "premise", "confidence": 0.8},
+                {"from": "c0", "to": "m1", "relation": "unrelated", "confidence": 0.9},
+                {"from": "c0", "to": "m7", "relation": "cause", "confidence": 0.9},
+                {"from": "c5", "to": "m1", "relation": "cause", "confidence": 0.9},
+                {"from": "m1", "to": "m2", "relation": "parallel", "confidence": 0.9},
+                {"from": "c0", "to": "c1", "relation": "parallel", "confidence": 0.9},
+                {"from": "c1", "to": "m2", "relation": "parallel", "confidence": 0.2},
+                {"from": "c1", "to": "m2", "relation": 7}
             ]}"#,
+            2,
             &labels,
         )
         .unwrap();
+        assert_eq!(outcome.decisions.len(), 2);
         assert_eq!(
-            found,
-            vec![FoundRelation {
-                from: b,
-                to: a,
-                relation: RelationKind::Premise,
-                confidence: 0.9
-            }]
+            outcome.relations,
+            vec![
+                CandidateRelation {
+                    candidate: 0,
+                    memory: b,
+                    candidate_is_from: false,
+                    relation: RelationKind::Premise,
+                    confidence: 0.9
+                },
+                CandidateRelation {
+                    candidate: 1,
+                    memory: a,
+                    candidate_is_from: true,
+                    relation: RelationKind::Refines,
+                    confidence: 0.7
+                },
+            ]
         );
+        // A merge answer without relations still decides.
+        let bare = parse_merge(r#"{"decisions": []}"#, 2, &labels).unwrap();
+        assert!(bare.relations.is_empty());
+        // Malformed relations never refuse the decisions.
+        let odd = parse_merge(r#"{"decisions": [], "relations": [1, "x"]}"#, 2, &labels).unwrap();
+        assert!(odd.relations.is_empty());
     }
 
     #[test]
@@ -825,9 +842,9 @@ mod tests {
     #[test]
     fn the_builtin_prompts_have_a_version() {
         let prompts = PromptSet::builtin();
-        assert_eq!(prompts.version, "v1");
         assert!(prompts.extract.contains("\"memories\""));
+        assert_eq!(prompts.version, "v2");
         assert!(prompts.merge.contains("\"decisions\""));
-        assert!(prompts.relations.contains("\"relations\""));
+        assert!(prompts.merge.contains("\"relations\""));
     }
 }

@@ -54,15 +54,13 @@ use crate::budget::LlmBudget;
 use crate::buffer::{Conversation, MessageBuffer};
 use crate::injection::{self, Signal, Suspicion};
 use crate::strategy::{
-    Candidate, ConsolidationStrategy, ConversationMessage, ExistingMemory, FoundRelation,
-    MergeAction, MergeDecision, RelationQuery, Spend,
+    Candidate, CandidateRelation, ConsolidationStrategy, ConversationMessage, ExistingMemory,
+    FoundRelation, MergeAction, MergeDecision, Spend,
 };
 
 /// How many existing memories each candidate is compared with (the issue's
 /// "top 20", better than seed 000's most-recent sample).
 const NEIGHBOURS: usize = 20;
-/// How many of those each new memory's relations are classified against.
-const RELATION_NEIGHBOURS: usize = 5;
 /// At most this many new memories are folded into one profile update.
 const MAX_PROFILE_MEMORIES: u32 = 200;
 /// The longest source excerpt a review shows.
@@ -439,6 +437,7 @@ impl Pipeline {
             vectors: Vec::new(),
             neighbours: Vec::new(),
             decisions: Vec::new(),
+            proposed_relations: Vec::new(),
             created_here: Vec::new(),
             new_memories: Vec::new(),
         };
@@ -479,18 +478,40 @@ impl Pipeline {
         Ok(())
     }
 
-    /// The strategy's merge decisions for the kept candidates; the rules'
-    /// when an LLM's fail (the batch's fallback then says why).
+    /// The strategy's merge decisions for the kept candidates (and, from an
+    /// LLM, their relations); the rules' when an LLM's fail (the batch's
+    /// fallback then says why). A merge that costs a call is asked only when
+    /// some candidate has a neighbour at `merge_similarity` or closer:
+    /// otherwise nothing could be a duplicate, a revision or a
+    /// contradiction, and every candidate is kept as it would be.
     async fn merge(&self, batch: &mut Batch<'_>) -> Result<(), PipelineError> {
         if batch.candidates.is_empty() {
             return Ok(());
         }
+        if batch.active.merge_is_a_call() && !batch.has_close_neighbour() {
+            batch.decisions = (0..batch.candidates.len())
+                .map(|candidate| MergeDecision {
+                    candidate,
+                    action: MergeAction::Keep,
+                    reason: "no existing memory is close".into(),
+                })
+                .collect();
+            return Ok(());
+        }
         let merged = batch
             .active
-            .merge(&batch.candidates, &batch.neighbours, &batch.spend)
+            .merge(
+                &batch.candidates,
+                &batch.neighbours,
+                batch.policy.relations,
+                &batch.spend,
+            )
             .await;
         batch.decisions = match merged {
-            Ok(decisions) => decisions,
+            Ok(outcome) => {
+                batch.proposed_relations = outcome.relations;
+                outcome.decisions
+            }
             Err(error) => {
                 let Some(rules) = &self.fallback else {
                     return Err(error.into());
@@ -500,8 +521,9 @@ impl Pipeline {
                     .fallback
                     .get_or_insert_with(|| format!("llm_failed: {error}"));
                 rules
-                    .merge(&batch.candidates, &batch.neighbours, &batch.spend)
+                    .merge(&batch.candidates, &batch.neighbours, false, &batch.spend)
                     .await?
+                    .decisions
             }
         };
         Ok(())
@@ -556,7 +578,7 @@ impl Pipeline {
         if batch.fallback.is_some() || self.fallback.is_none() {
             return Ok(());
         }
-        if batch.policy.relations && !batch.new_memories.is_empty() {
+        if batch.policy.relations {
             self.relate(batch, stamp).await?;
         }
         if batch.policy.profile_every > 0 && batch.outcome.created > 0 {
@@ -570,21 +592,10 @@ impl Pipeline {
         Ok(())
     }
 
-    /// How each new memory relates to its nearest memories, as edges on
-    /// both ends.
+    /// The relations the merge answer proposed for candidates that became
+    /// new memories, as edges on both ends.
     async fn relate(&self, batch: &mut Batch<'_>, stamp: &Stamp<'_>) -> Result<(), PipelineError> {
-        let queries = batch.relation_queries();
-        if queries.is_empty() {
-            return Ok(());
-        }
-        let found = match batch.active.relate(&queries, &batch.spend).await {
-            Ok(found) => found,
-            Err(error) => {
-                tracing::warn!(tenant = %batch.conversation.tenant, error = %error, "relation classification failed; the memories stay unlinked");
-                return Ok(());
-            }
-        };
-        for relation in found {
+        for relation in batch.found_relations() {
             self.emit(stamp, relation_events(&relation)).await?;
             batch.outcome.relations += 1;
         }
@@ -809,12 +820,14 @@ struct Batch<'a> {
     neighbours: Vec<Vec<ExistingMemory>>,
     /// The merge step's decisions, by kept candidate index.
     decisions: Vec<MergeDecision>,
+    /// The relations the merge answer proposed, by kept candidate index.
+    proposed_relations: Vec<CandidateRelation>,
     /// Memories created earlier in this same batch: a later candidate
     /// that repeats one reinforces it (the index has not seen it yet).
     created_here: Vec<(MemoryId, MemoryKind, String, Vec<f32>)>,
-    /// Memories created by this batch, for the relation step: (id, content,
+    /// Memories created by this batch, for the relation step: (id,
     /// candidate index).
-    new_memories: Vec<(MemoryId, String, usize)>,
+    new_memories: Vec<(MemoryId, usize)>,
     outcome: Outcome,
 }
 
@@ -1174,7 +1187,7 @@ impl<'a> Batch<'a> {
             content.clone(),
             self.vectors[index].clone(),
         ));
-        self.new_memories.push((memory_id, content, index));
+        self.new_memories.push((memory_id, index));
         match decision {
             MergeAction::Supersede { target } => {
                 appends.push(Append {
@@ -1215,22 +1228,37 @@ impl<'a> Batch<'a> {
         counts
     }
 
-    /// Each new memory and the nearest of its neighbours, for the relation
-    /// step; a memory with no neighbour has nothing to relate to.
-    fn relation_queries(&self) -> Vec<RelationQuery> {
-        self.new_memories
+    /// Whether some kept candidate has a neighbour close enough that the
+    /// merge could be anything but "keep".
+    fn has_close_neighbour(&self) -> bool {
+        self.neighbours
             .iter()
-            .map(|(id, content, index)| RelationQuery {
-                memory: *id,
-                content: content.clone(),
-                neighbours: self.neighbours[*index]
+            .flatten()
+            .any(|memory| memory.similarity >= self.policy.merge_similarity)
+    }
+
+    /// The proposed relations whose candidate this batch created, with the
+    /// new memory's id in place of the candidate.
+    fn found_relations(&self) -> Vec<FoundRelation> {
+        self.proposed_relations
+            .iter()
+            .filter_map(|proposed| {
+                let (created, _) = self
+                    .new_memories
                     .iter()
-                    .filter(|m| m.id != *id)
-                    .take(RELATION_NEIGHBOURS)
-                    .map(|m| (m.id, m.content.clone()))
-                    .collect(),
+                    .find(|(_, index)| *index == proposed.candidate)?;
+                let (from, to) = if proposed.candidate_is_from {
+                    (*created, proposed.memory)
+                } else {
+                    (proposed.memory, *created)
+                };
+                Some(FoundRelation {
+                    from,
+                    to,
+                    relation: proposed.relation,
+                    confidence: proposed.confidence,
+                })
             })
-            .filter(|q| !q.neighbours.is_empty())
             .collect()
     }
 }

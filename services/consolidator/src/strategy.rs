@@ -79,14 +79,27 @@ pub struct MergeDecision {
     pub reason: String,
 }
 
-/// A memory created by this batch and the memories nearest to it, whose
-/// relations to it are to be classified (seed 002's two-stage "retrieve,
-/// then classify").
-#[derive(Debug, Clone)]
-pub struct RelationQuery {
+/// A relation the merge answer proposes between candidate number
+/// `candidate` and an existing memory (seed 002's "retrieve, then
+/// classify", asked in the same call as the merge decisions). The candidate
+/// has no memory id yet: the edge is recorded only if it becomes a memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateRelation {
+    pub candidate: usize,
     pub memory: MemoryId,
-    pub content: String,
-    pub neighbours: Vec<(MemoryId, String)>,
+    /// Whether the candidate is the edge's `from` end (`candidate` is the
+    /// `relation` of `memory`), else its `to` end.
+    pub candidate_is_from: bool,
+    pub relation: RelationKind,
+    pub confidence: f32,
+}
+
+/// What the merge step answers: a decision per candidate and, when they
+/// were asked for, the candidates' relations to the memories shown.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MergeOutcome {
+    pub decisions: Vec<MergeDecision>,
+    pub relations: Vec<CandidateRelation>,
 }
 
 /// A classified edge: `from` is the `relation` of `to` (see
@@ -152,8 +165,8 @@ pub enum StrategyError {
     Malformed(String),
 }
 
-/// Seed 000's lightweight port: extract, then merge; with an LLM, also
-/// relate and summarise. All async because the LLM strategy calls out; every
+/// Seed 000's lightweight port: extract, then merge (with an LLM, the merge
+/// also relates), and with an LLM summarise. All async because the LLM strategy calls out; every
 /// call reports what it spent in `spend`.
 #[async_trait]
 pub trait ConsolidationStrategy: Send + Sync + 'static {
@@ -183,24 +196,24 @@ pub trait ConsolidationStrategy: Send + Sync + 'static {
     ) -> Result<Vec<Candidate>, StrategyError>;
     /// For each candidate, given the subject's most similar existing
     /// memories (each candidate's own list, `existing[i]` for candidate `i`),
-    /// decide. Rule-based: Keep unless an existing memory is a near-exact
-    /// textual duplicate (Skip) or the same slot with a new value, e.g.
-    /// "I live in Paris" vs existing "I live in Lyon" (Supersede) — only
-    /// where the rule is certain.
+    /// decide; with `relations`, also say how the candidates relate to
+    /// those memories ("unrelated" pairs left out). Rule-based: Keep unless
+    /// an existing memory is a near-exact textual duplicate (Skip) or the
+    /// same slot with a new value, e.g. "I live in Paris" vs existing "I
+    /// live in Lyon" (Supersede) — only where the rule is certain; the rules
+    /// find no relations.
     async fn merge(
         &self,
         candidates: &[Candidate],
         existing: &[Vec<ExistingMemory>],
+        relations: bool,
         spend: &Spend,
-    ) -> Result<Vec<MergeDecision>, StrategyError>;
-    /// Classifies how each new memory relates to its neighbours; "unrelated"
-    /// pairs are left out. The rules find none.
-    async fn relate(
-        &self,
-        _queries: &[RelationQuery],
-        _spend: &Spend,
-    ) -> Result<Vec<FoundRelation>, StrategyError> {
-        Ok(Vec::new())
+    ) -> Result<MergeOutcome, StrategyError>;
+    /// Whether [`merge`](Self::merge) costs a call (an LLM's does), so that
+    /// the pipeline asks only when some candidate has a close neighbour;
+    /// the rules' merge is free and always runs.
+    fn merge_is_a_call(&self) -> bool {
+        false
     }
     /// The subject's new summary from the previous one and the memories
     /// since. `None`: this strategy keeps no profile (the rules).

@@ -301,10 +301,12 @@ async fn merge_skips_duplicates_supersedes_slots_and_keeps_the_rest() {
         vec![unrelated.clone(), duplicate.clone()],
         vec![],
     ];
-    let decisions = strategy
-        .merge(&candidates, &lists, &Spend::default())
+    let outcome = strategy
+        .merge(&candidates, &lists, true, &Spend::default())
         .await
         .unwrap();
+    assert!(outcome.relations.is_empty(), "the rules relate nothing");
+    let decisions = outcome.decisions;
     let actions: Vec<MergeAction> = decisions.iter().map(|d| d.action.clone()).collect();
     assert_eq!(
         actions,
@@ -362,10 +364,12 @@ async fn merge_supersedes_only_where_it_is_certain() {
             .merge(
                 &[candidate(new, kind)],
                 &[vec![existing(old, kind, 0.9)]],
+                false,
                 &Spend::default(),
             )
             .await
-            .unwrap();
+            .unwrap()
+            .decisions;
         assert_eq!(decisions[0].action, expected, "{new:?} against {old:?}");
     }
 }
@@ -379,10 +383,12 @@ async fn merge_answers_every_candidate_even_without_its_list() {
                 candidate("I live in Rome", MemoryKind::Fact),
             ],
             &[],
+            false,
             &Spend::default(),
         )
         .await
-        .unwrap();
+        .unwrap()
+        .decisions;
     assert_eq!(decisions.len(), 2);
     assert!(decisions.iter().all(|d| d.action == MergeAction::Keep));
 }

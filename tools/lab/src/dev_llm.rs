@@ -11,8 +11,8 @@
 //!   lowercase words (letters only, at least 3 of them), confidence 0.9,
 //!   sources the message's index;
 //! - "You maintain" (merge): `skip` for a candidate whose content equals an
-//!   existing memory's (case-insensitively, trimmed), else `keep`;
-//! - "You connect" (relations): no relations;
+//!   existing memory's (case-insensitively, trimmed), else `keep`; no
+//!   relations;
 //! - "You keep a short profile": the first 3 new memories joined by spaces.
 //!
 //! Every answer carries a `usage` block estimated as `mnemo_llm` estimates
@@ -32,7 +32,6 @@ use serde_json::{json, Value};
 pub enum Purpose {
     Extract,
     Merge,
-    Relations,
     Profile,
 }
 
@@ -43,7 +42,6 @@ impl Purpose {
         [
             ("You extract", Purpose::Extract),
             ("You maintain", Purpose::Merge),
-            ("You connect", Purpose::Relations),
             ("You keep a short profile", Purpose::Profile),
         ]
         .into_iter()
@@ -130,7 +128,8 @@ pub fn extraction_answer(input: &Value) -> Value {
 }
 
 /// The merge answer for the prompt's JSON (`{"candidates": [{candidate,
-/// content, kind}], "existing": [{id, content, kind}]}`).
+/// content, kind}], "existing": [{id, content, kind}]}`): the mock relates
+/// nothing.
 pub fn merge_answer(input: &Value) -> Value {
     let normalised = |v: &Value| v.as_str().map(|s| s.trim().to_lowercase());
     let existing: Vec<(String, String)> = input["existing"]
@@ -159,12 +158,7 @@ pub fn merge_answer(input: &Value) -> Value {
             }
         })
         .collect();
-    json!({ "decisions": decisions })
-}
-
-/// The relations answer: the mock relates nothing.
-pub fn relations_answer(_input: &Value) -> Value {
-    json!({ "relations": [] })
+    json!({ "decisions": decisions, "relations": [] })
 }
 
 /// The profile: the first 3 new memories joined with spaces (a profile is
@@ -197,7 +191,7 @@ fn message<'a>(request: &'a Value, role: &str) -> Option<&'a str> {
 fn answer(request: &Value) -> Result<Value, String> {
     let system = message(request, "system").ok_or("no system message")?;
     let purpose = Purpose::of(system).ok_or(
-        "the system message names no known purpose (You extract / maintain / connect / keep a short profile)",
+        "the system message names no known purpose (You extract / maintain / keep a short profile)",
     )?;
     let prompt = message(request, "user").ok_or("no user message")?;
     let text = if purpose == Purpose::Profile {
@@ -207,9 +201,8 @@ fn answer(request: &Value) -> Result<Value, String> {
         let input: Value = serde_json::from_str(prompt)
             .map_err(|e| format!("the user message is not JSON: {e}"))?;
         let answer = match purpose {
-            Purpose::Extract => extraction_answer(&input),
             Purpose::Merge => merge_answer(&input),
-            _ => relations_answer(&input),
+            _ => extraction_answer(&input),
         };
         answer.to_string()
     };
@@ -264,7 +257,7 @@ mod tests {
             Some(Purpose::Extract)
         );
         assert_eq!(Purpose::of("You maintain a user's"), Some(Purpose::Merge));
-        assert_eq!(Purpose::of("You connect a"), Some(Purpose::Relations));
+        assert_eq!(Purpose::of("You connect a"), None);
         assert_eq!(
             Purpose::of("You keep a short profile of"),
             Some(Purpose::Profile)
@@ -330,10 +323,9 @@ mod tests {
             ],
             "existing": [{"id": "m1", "content": "the user likes tea.", "kind": "preference"}],
         });
-        let decisions = merge_answer(&input)["decisions"]
-            .as_array()
-            .unwrap()
-            .clone();
+        let answer = merge_answer(&input);
+        assert_eq!(answer["relations"], json!([]));
+        let decisions = answer["decisions"].as_array().unwrap().clone();
         assert_eq!(decisions.len(), 2);
         assert_eq!(decisions[0]["action"], "skip");
         assert_eq!(decisions[0]["target"], Value::Null);
@@ -342,8 +334,7 @@ mod tests {
     }
 
     #[test]
-    fn relations_are_empty_and_profiles_join_three_memories() {
-        assert_eq!(relations_answer(&json!({})), json!({"relations": []}));
+    fn profiles_join_three_memories() {
         let input = json!({"previous_profile": null, "new_memories": ["A.", "B.", "C.", "D."]});
         assert_eq!(profile_answer(&input), "A. B. C.");
         assert!(!profile_answer(&json!({"new_memories": []})).is_empty());
@@ -354,17 +345,17 @@ mod tests {
         let request = json!({
             "model": "mock",
             "messages": [
-                {"role": "system", "content": "You connect a user's memories."},
-                {"role": "user", "content": "{\"memories\": [], \"pairs\": []}"},
+                {"role": "system", "content": "You maintain a user's memory."},
+                {"role": "user", "content": "{\"candidates\": [], \"existing\": []}"},
             ],
         });
         let body = answer(&request).unwrap();
         let text = body["choices"][0]["message"]["content"].as_str().unwrap();
-        assert_eq!(text, r#"{"relations":[]}"#);
+        assert_eq!(text, r#"{"decisions":[],"relations":[]}"#);
         assert_eq!(body["model"], "mock");
         let usage = &body["usage"];
-        let prompt = estimate_tokens("You connect a user's memories.")
-            + estimate_tokens("{\"memories\": [], \"pairs\": []}");
+        let prompt = estimate_tokens("You maintain a user's memory.")
+            + estimate_tokens("{\"candidates\": [], \"existing\": []}");
         assert_eq!(usage["prompt_tokens"], prompt);
         assert_eq!(usage["completion_tokens"], estimate_tokens(text));
         assert!(answer(&json!({"messages": []})).is_err());

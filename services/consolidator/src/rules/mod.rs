@@ -49,8 +49,8 @@ use mnemo_domain::events::Role;
 use mnemo_domain::{EventId, MemoryKind};
 
 use crate::strategy::{
-    Candidate, ConsolidationStrategy, ConversationMessage, ExistingMemory, MergeDecision, Spend,
-    StrategyError,
+    Candidate, ConsolidationStrategy, ConversationMessage, ExistingMemory, MergeDecision,
+    MergeOutcome, Spend, StrategyError,
 };
 use patterns::{Lang, PatternMatch};
 
@@ -137,9 +137,13 @@ impl ConsolidationStrategy for RuleStrategy {
         &self,
         candidates: &[Candidate],
         existing: &[Vec<ExistingMemory>],
+        _relations: bool,
         _spend: &Spend,
-    ) -> Result<Vec<MergeDecision>, StrategyError> {
-        Ok(self.merge_candidates(candidates, existing))
+    ) -> Result<MergeOutcome, StrategyError> {
+        Ok(MergeOutcome {
+            decisions: self.merge_candidates(candidates, existing),
+            relations: Vec::new(),
+        })
     }
 }
 
