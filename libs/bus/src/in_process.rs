@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use sqlx::{Row, SqlitePool};
 use tokio::sync::watch;
 
@@ -124,6 +124,31 @@ impl Bus for InProcessBus {
             behind += count.max(0) as u64;
         }
         Ok(behind)
+    }
+
+    async fn oldest_unprocessed(
+        &self,
+        group: &str,
+        topics: &[&str],
+    ) -> Result<Option<DateTime<Utc>>, BusError> {
+        let mut oldest: Option<i64> = None;
+        for topic in topics {
+            let published: Option<i64> = sqlx::query_scalar(
+                "SELECT MIN(r.published_at) FROM bus_records r WHERE r.topic = ?1 AND r.\"offset\" >= \
+                 COALESCE((SELECT next_offset FROM bus_offsets o WHERE o.group_id = ?2 \
+                 AND o.topic = r.topic AND o.partition = r.partition), 0)",
+            )
+            .bind(topic)
+            .bind(group)
+            .fetch_one(&self.inner.pool)
+            .await
+            .map_err(backend)?;
+            oldest = match (oldest, published) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        Ok(oldest.and_then(DateTime::from_timestamp_micros))
     }
 
     async fn subscribe(

@@ -31,6 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, StreamConsumer};
@@ -306,17 +307,35 @@ impl Bus for KafkaBus {
             .await
             .map_err(|error| BusError::Backend(format!("lag task failed: {error}")))?
     }
+
+    async fn oldest_unprocessed(
+        &self,
+        group: &str,
+        topics: &[&str],
+    ) -> Result<Option<DateTime<Utc>>, BusError> {
+        let config = self.inner.config.clone();
+        let (group, topics): (String, Vec<String>) = (
+            group.to_owned(),
+            topics.iter().map(|t| config.qualified(t)).collect(),
+        );
+        tokio::task::spawn_blocking(move || group_oldest(&config, &group, &topics))
+            .await
+            .map_err(|error| BusError::Backend(format!("lag task failed: {error}")))?
+    }
 }
 
 /// How long one broker request of [`group_lag`] may take.
 const LAG_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Σ over the topics' partitions of (high watermark − committed offset), as
-/// `kafka-consumer-groups --describe` computes it. The consumer carries the
-/// group's id only to fetch its committed offsets: it never subscribes, so
-/// it never joins the group nor moves a partition.
-fn group_lag(config: &KafkaConfig, group: &str, topics: &[String]) -> Result<u64, BusError> {
-    let consumer: BaseConsumer = config.consumer_config(group).create().map_err(backend)?;
+/// Each partition of `topics` with the offset `group` reads from next (its
+/// committed offset, or the low watermark without a commit) and its high
+/// watermark. The consumer carries the group's id only to fetch its
+/// committed offsets: it never subscribes, so it never joins the group nor
+/// moves a partition.
+fn group_positions(
+    consumer: &BaseConsumer,
+    topics: &[String],
+) -> Result<Vec<(String, i32, i64, i64)>, BusError> {
     let mut list = TopicPartitionList::new();
     for topic in topics {
         let metadata = consumer
@@ -329,7 +348,7 @@ fn group_lag(config: &KafkaConfig, group: &str, topics: &[String]) -> Result<u64
     let committed = consumer
         .committed_offsets(list, LAG_TIMEOUT)
         .map_err(backend)?;
-    let mut behind = 0;
+    let mut positions = Vec::new();
     for element in committed.elements() {
         let (low, high) = consumer
             .fetch_watermarks(element.topic(), element.partition(), LAG_TIMEOUT)
@@ -339,10 +358,75 @@ fn group_lag(config: &KafkaConfig, group: &str, topics: &[String]) -> Result<u64
             Offset::Offset(offset) => offset.max(low),
             _ => low,
         };
-        behind += (high - from).max(0) as u64;
+        positions.push((element.topic().to_owned(), element.partition(), from, high));
     }
+    Ok(positions)
+}
+
+/// Σ over the topics' partitions of (high watermark − committed offset), as
+/// `kafka-consumer-groups --describe` computes it.
+fn group_lag(config: &KafkaConfig, group: &str, topics: &[String]) -> Result<u64, BusError> {
+    let consumer: BaseConsumer = config.consumer_config(group).create().map_err(backend)?;
+    let positions = group_positions(&consumer, topics);
     drop_off_runtime(consumer);
-    Ok(behind)
+    Ok(positions?
+        .iter()
+        .map(|(_, _, from, high)| (high - from).max(0) as u64)
+        .sum())
+}
+
+/// The earliest publish time (the records' create timestamps) among the
+/// first uncommitted record of each partition `group` is behind on. The
+/// consumer is assigned those offsets by hand and never commits: the
+/// group's members and offsets are untouched. A partition whose record does
+/// not arrive within [`LAG_TIMEOUT`] is left out of the answer.
+fn group_oldest(
+    config: &KafkaConfig,
+    group: &str,
+    topics: &[String],
+) -> Result<Option<DateTime<Utc>>, BusError> {
+    let consumer: BaseConsumer = config.consumer_config(group).create().map_err(backend)?;
+    let result = first_uncommitted(&consumer, topics);
+    drop_off_runtime(consumer);
+    result
+}
+
+fn first_uncommitted(
+    consumer: &BaseConsumer,
+    topics: &[String],
+) -> Result<Option<DateTime<Utc>>, BusError> {
+    let mut assignment = TopicPartitionList::new();
+    let mut waiting = std::collections::HashSet::new();
+    for (topic, partition, from, high) in group_positions(consumer, topics)? {
+        if from < high {
+            assignment
+                .add_partition_offset(&topic, partition, Offset::Offset(from))
+                .map_err(backend)?;
+            waiting.insert((topic, partition));
+        }
+    }
+    if waiting.is_empty() {
+        return Ok(None);
+    }
+    consumer.assign(&assignment).map_err(backend)?;
+    let deadline = std::time::Instant::now() + LAG_TIMEOUT;
+    let mut oldest: Option<i64> = None;
+    while !waiting.is_empty() && std::time::Instant::now() < deadline {
+        match consumer.poll(Duration::from_millis(100)) {
+            // The first record of a partition still waited for.
+            Some(Ok(message))
+                if waiting.remove(&(message.topic().to_owned(), message.partition())) =>
+            {
+                if let Some(millis) = message.timestamp().to_millis() {
+                    oldest = Some(oldest.map_or(millis, |o| o.min(millis)));
+                }
+            }
+            Some(Ok(_)) => {}
+            Some(Err(error)) => return Err(backend(error)),
+            None => {}
+        }
+    }
+    Ok(oldest.and_then(DateTime::from_timestamp_millis))
 }
 
 /// One member of a consumer group.

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 
 pub mod consumer;
 pub mod envelope;
@@ -136,6 +137,16 @@ pub trait Bus: Send + Sync + 'static {
     /// the table's) committed offsets, so any process can ask about any
     /// group, whether or not it runs a member.
     async fn lag(&self, group: &str, topics: &[&str]) -> Result<u64, BusError>;
+
+    /// When the oldest record on `topics` that `group` has not committed
+    /// was published; None when the group is caught up. With [`Bus::lag`],
+    /// what an operator alerts on: a lag of 10 records an hour old is a
+    /// stuck consumer, 10,000 a second old a busy one.
+    async fn oldest_unprocessed(
+        &self,
+        group: &str,
+        topics: &[&str],
+    ) -> Result<Option<DateTime<Utc>>, BusError>;
 }
 
 #[async_trait]

@@ -200,12 +200,29 @@ where
     Fut: Future<Output = Arc<dyn Bus>>,
 {
     let bus = open().await;
+    assert_eq!(
+        bus.oldest_unprocessed("g-lag", &["t.lag"]).await.unwrap(),
+        None,
+        "nothing published, nothing waits"
+    );
+    // Kafka's timestamps are in milliseconds.
+    let before = chrono::Utc::now() - chrono::Duration::milliseconds(1);
     let records = (0..5).map(|i| record(&format!("t/s{i}"), "x")).collect();
     bus.publish("t.lag", records).await.unwrap();
+    let after = chrono::Utc::now();
     assert_eq!(
         bus.lag("g-lag", &["t.lag"]).await.unwrap(),
         5,
         "a group that never committed is behind by every record"
+    );
+    let oldest = bus
+        .oldest_unprocessed("g-lag", &["t.lag"])
+        .await
+        .unwrap()
+        .expect("five records wait");
+    assert!(
+        before <= oldest && oldest <= after,
+        "{before} ≤ {oldest} ≤ {after}"
     );
     let mut sub = bus.subscribe("g-lag", &["t.lag"]).await.unwrap();
     let delivered = drain(&mut sub, 5).await;
@@ -231,10 +248,19 @@ where
     }
     assert_eq!(bus.lag("g-lag", &["t.lag"]).await.unwrap(), 0);
     assert_eq!(
+        bus.oldest_unprocessed("g-lag", &["t.lag"]).await.unwrap(),
+        None
+    );
+    assert_eq!(
         bus.lag("g-other", &["t.lag"]).await.unwrap(),
         5,
         "another group's commits are not this group's"
     );
+    assert!(bus
+        .oldest_unprocessed("g-other", &["t.lag"])
+        .await
+        .unwrap()
+        .is_some());
 }
 
 #[macro_export]

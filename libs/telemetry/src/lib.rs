@@ -23,7 +23,8 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 use prometheus::{
-    Gauge, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry,
 };
 use tracing::Subscriber;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -347,6 +348,10 @@ pub struct Metrics {
     /// `mnemo_consumer_lag_events{group}`: records on a group's topics it has
     /// not committed yet; for a projection, what is not searchable yet.
     pub consumer_lag_events: IntGaugeVec,
+    /// `mnemo_consumer_oldest_unprocessed_seconds{group}`: how long the
+    /// oldest record a group has not committed has waited since it was
+    /// published (0 when caught up).
+    pub consumer_oldest_unprocessed_seconds: GaugeVec,
     /// `mnemo_consolidation_buffer_messages`: messages waiting for
     /// consolidation, every tenant.
     pub consolidation_buffer_messages: IntGauge,
@@ -429,6 +434,17 @@ impl Metrics {
                     Opts::new(
                         "mnemo_consumer_lag_events",
                         "Records on a consumer group's topics it has not committed yet, by group.",
+                    ),
+                    &["group"],
+                )?;
+                registry.register(Box::new(vec.clone()))?;
+                vec
+            },
+            consumer_oldest_unprocessed_seconds: {
+                let vec = GaugeVec::new(
+                    Opts::new(
+                        "mnemo_consumer_oldest_unprocessed_seconds",
+                        "Seconds the oldest record a consumer group has not committed has waited since it was published (0 when caught up), by group.",
                     ),
                     &["group"],
                 )?;

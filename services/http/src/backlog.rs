@@ -44,8 +44,8 @@ pub struct BacklogLimits {
     /// consolidated (the consolidator's lag plus its buffer), past which
     /// the process reports `degraded`.
     pub degraded_records: u64,
-    /// The age of the oldest buffered message past which it reports
-    /// `degraded`.
+    /// The age of the oldest buffered message, or of a group's oldest
+    /// uncommitted record, past which it reports `degraded`.
     pub degraded_age: Duration,
     /// Messages accepted but not consolidated past which ingest answers 503
     /// with `Retry-After` instead of appending more.
@@ -62,13 +62,24 @@ impl Default for BacklogLimits {
     }
 }
 
+/// How far one consumer group is behind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupLag {
+    pub group: String,
+    /// Its uncommitted records; None when the bus could not tell (logged;
+    /// unknown is not zero).
+    pub records: Option<u64>,
+    /// How long its oldest uncommitted record has waited since it was
+    /// published; None when nothing waits or the bus could not tell.
+    pub oldest_seconds: Option<f64>,
+}
+
 /// One reading of the backlog.
 #[derive(Debug, Clone, Default)]
 pub struct Reading {
     pub relay_lag: u64,
-    /// Per watched group, its uncommitted records; None when the bus could
-    /// not tell (logged; unknown is not zero).
-    pub consumer_lag: Vec<(String, Option<u64>)>,
+    /// Per watched group, how far behind it is.
+    pub consumer_lag: Vec<GroupLag>,
     /// None in a process that cannot see the buffer, or when it could not
     /// be read.
     pub consolidation: Option<BufferFigures>,
@@ -147,22 +158,35 @@ impl Backlog {
         let mut consumer_lag = Vec::with_capacity(self.groups.len());
         for (group, topics) in &self.groups {
             let topics: Vec<&str> = topics.iter().map(String::as_str).collect();
-            let lag = match self.bus.lag(group, &topics).await {
+            let records = match self.bus.lag(group, &topics).await {
                 Ok(lag) => Some(lag),
                 Err(error) => {
                     tracing::warn!(group = %group, error = %error, "consumer lag unavailable");
                     None
                 }
             };
-            consumer_lag.push((group.clone(), lag));
+            // Caught up: no record to date, and no broker round trip.
+            let oldest = match records {
+                Some(0) => None,
+                _ => match self.bus.oldest_unprocessed(group, &topics).await {
+                    Ok(oldest) => oldest,
+                    Err(error) => {
+                        tracing::warn!(group = %group, error = %error, "oldest unprocessed record unavailable");
+                        None
+                    }
+                },
+            };
+            consumer_lag.push(GroupLag {
+                group: group.clone(),
+                records,
+                oldest_seconds: oldest.map(seconds_since),
+            });
         }
         let consolidation = match &self.buffer {
             None => None,
             Some(buffer) => match buffer.figures().await {
                 Ok(mut figures) => {
-                    figures.oldest_seconds = figures.oldest.map(|oldest| {
-                        ((Utc::now() - oldest).num_milliseconds().max(0) as f64) / 1000.0
-                    });
+                    figures.oldest_seconds = figures.oldest.map(seconds_since);
                     Some(figures)
                 }
                 Err(error) => {
@@ -173,8 +197,8 @@ impl Backlog {
         };
         let consolidator_lag = consumer_lag
             .iter()
-            .find(|(group, _)| group == CONSOLIDATOR_GROUP)
-            .and_then(|(_, lag)| *lag);
+            .find(|lag| lag.group == CONSOLIDATOR_GROUP)
+            .and_then(|lag| lag.records);
         let unconsolidated = match (consolidator_lag, &consolidation) {
             (Some(lag), Some(buffer)) => Some(lag + buffer.messages),
             _ => None,
@@ -191,6 +215,10 @@ impl Backlog {
     }
 }
 
+fn seconds_since(at: DateTime<Utc>) -> f64 {
+    ((Utc::now() - at).num_milliseconds().max(0) as f64) / 1000.0
+}
+
 /// The reasons a reading is degraded under `limits`, each naming the
 /// figure and the limit it passed.
 pub fn degraded(reading: &Reading, limits: &BacklogLimits) -> Vec<String> {
@@ -201,11 +229,22 @@ pub fn degraded(reading: &Reading, limits: &BacklogLimits) -> Vec<String> {
             reading.relay_lag, limits.degraded_records
         ));
     }
-    for (group, lag) in &reading.consumer_lag {
-        if let Some(lag) = lag.filter(|&lag| lag > limits.degraded_records) {
+    for GroupLag {
+        group,
+        records,
+        oldest_seconds,
+    } in &reading.consumer_lag
+    {
+        if let Some(lag) = records.filter(|&lag| lag > limits.degraded_records) {
             reasons.push(format!(
                 "consumer group {group} lag {lag} > {}",
                 limits.degraded_records
+            ));
+        }
+        if let Some(age) = oldest_seconds.filter(|&age| age > limits.degraded_age.as_secs_f64()) {
+            reasons.push(format!(
+                "consumer group {group}'s oldest record waited {age:.0} s > {} s",
+                limits.degraded_age.as_secs()
             ));
         }
     }
@@ -235,6 +274,14 @@ pub fn degraded(reading: &Reading, limits: &BacklogLimits) -> Vec<String> {
 mod tests {
     use super::*;
 
+    fn lag(group: &str, records: Option<u64>, oldest_seconds: Option<f64>) -> GroupLag {
+        GroupLag {
+            group: group.into(),
+            records,
+            oldest_seconds,
+        }
+    }
+
     fn limits() -> BacklogLimits {
         BacklogLimits {
             degraded_records: 100,
@@ -243,11 +290,69 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn a_group_behind_reports_its_oldest_record_and_degrades_past_the_age() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = mnemo_event_store::sqlite::connect(&dir.path().join("mnemo.db"))
+            .await
+            .unwrap();
+        let bus: Arc<dyn Bus> = Arc::new(mnemo_bus::in_process::InProcessBus::new(pool, 2));
+        let record = |key: &str| mnemo_bus::OutgoingRecord {
+            key: key.to_owned(),
+            payload: b"x".to_vec(),
+            headers: Vec::new(),
+        };
+        let backlog = |age: Duration| {
+            Backlog::new(
+                bus.clone(),
+                Arc::new(RelayStats::default()),
+                vec![
+                    ("stuck".to_owned(), vec!["t.old".to_owned()]),
+                    ("idle".to_owned(), vec!["t.none".to_owned()]),
+                ],
+                None,
+                BacklogLimits {
+                    degraded_records: 100,
+                    degraded_age: age,
+                    ceiling: 1000,
+                },
+            )
+        };
+        bus.publish("t.old", vec![record("a/1"), record("a/2")])
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let reading = backlog(Duration::from_secs(600)).read().await;
+        let stuck = &reading.consumer_lag[0];
+        assert_eq!(stuck.records, Some(2));
+        let age = stuck.oldest_seconds.expect("two records wait");
+        assert!((1.2..60.0).contains(&age), "{age}");
+        assert_eq!(
+            reading.consumer_lag[1],
+            GroupLag {
+                group: "idle".into(),
+                records: Some(0),
+                oldest_seconds: None
+            }
+        );
+        assert!(reading.degraded.is_empty(), "{:?}", reading.degraded);
+        let reading = backlog(Duration::from_secs(1)).read().await;
+        assert_eq!(reading.degraded.len(), 1, "{:?}", reading.degraded);
+        assert!(
+            reading.degraded[0].starts_with("consumer group stuck's oldest record waited"),
+            "{:?}",
+            reading.degraded
+        );
+    }
+
     #[test]
     fn a_quiet_pipeline_is_not_degraded() {
         let reading = Reading {
             relay_lag: 3,
-            consumer_lag: vec![("consolidator".into(), Some(100)), ("g".into(), None)],
+            consumer_lag: vec![
+                lag("consolidator", Some(100), Some(60.0)),
+                lag("g", None, None),
+            ],
             consolidation: Some(BufferFigures {
                 oldest_seconds: Some(60.0),
                 ..Default::default()
@@ -262,7 +367,10 @@ mod tests {
     fn each_figure_past_its_limit_is_a_reason() {
         let reading = Reading {
             relay_lag: 101,
-            consumer_lag: vec![("retriever.memory-projection".into(), Some(500))],
+            consumer_lag: vec![
+                lag("retriever.memory-projection", Some(500), Some(1.0)),
+                lag("retriever.episode-projection", Some(7), Some(90.0)),
+            ],
             consolidation: Some(BufferFigures {
                 messages: 200,
                 conversations: 3,
@@ -277,6 +385,7 @@ mod tests {
             [
                 "relay lag 101 > 100",
                 "consumer group retriever.memory-projection lag 500 > 100",
+                "consumer group retriever.episode-projection's oldest record waited 90 s > 60 s",
                 "unconsolidated messages 200 > 100",
                 "oldest buffered message waited 61 s > 60 s",
             ]

@@ -89,11 +89,17 @@ pub fn backlog_json(reading: &Reading) -> serde_json::Value {
     let consumer_lag: serde_json::Map<String, serde_json::Value> = reading
         .consumer_lag
         .iter()
-        .map(|(group, lag)| (group.clone(), serde_json::json!(lag)))
+        .map(|lag| (lag.group.clone(), serde_json::json!(lag.records)))
+        .collect();
+    let oldest: serde_json::Map<String, serde_json::Value> = reading
+        .consumer_lag
+        .iter()
+        .map(|lag| (lag.group.clone(), serde_json::json!(lag.oldest_seconds)))
         .collect();
     let mut body = serde_json::json!({
         "relay_lag": reading.relay_lag,
         "consumer_lag": consumer_lag,
+        "consumer_oldest_seconds": oldest,
         "degraded": reading.degraded,
     });
     if let Some(consolidation) = &reading.consolidation {
@@ -117,13 +123,27 @@ async fn metrics_endpoint(
         .relay_published_total
         .set(relay.published_total.load(Ordering::Relaxed));
     let reading = health.backlog.read().await;
-    for (group, lag) in &reading.consumer_lag {
+    for lag in &reading.consumer_lag {
+        let group = lag.group.as_str();
         let gauge = metrics.consumer_lag_events.with_label_values(&[group]);
         // Unknown is not zero: a gauge that cannot be read is left out.
-        match lag {
-            Some(lag) => gauge.set(i64::try_from(*lag).unwrap_or(i64::MAX)),
+        match lag.records {
+            Some(records) => gauge.set(i64::try_from(records).unwrap_or(i64::MAX)),
             None => {
                 let _ = metrics.consumer_lag_events.remove_label_values(&[group]);
+            }
+        }
+        // Caught up is 0 s; unknown (records unknown) is left out.
+        let age = metrics
+            .consumer_oldest_unprocessed_seconds
+            .with_label_values(&[group]);
+        match (lag.records, lag.oldest_seconds) {
+            (_, Some(seconds)) => age.set(seconds),
+            (Some(0), None) => age.set(0.0),
+            _ => {
+                let _ = metrics
+                    .consumer_oldest_unprocessed_seconds
+                    .remove_label_values(&[group]);
             }
         }
     }

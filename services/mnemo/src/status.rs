@@ -37,7 +37,11 @@ pub fn render(body: &Value) -> String {
                 Value::Null => "unknown".to_owned(),
                 lag => lag.to_string(),
             };
-            out.push_str(&format!("consumer lag    {group:<32} {lag}\n"));
+            let oldest = match body["consumer_oldest_seconds"][group].as_f64() {
+                Some(seconds) => format!(", oldest waited {seconds:.0} s"),
+                None => String::new(),
+            };
+            out.push_str(&format!("consumer lag    {group:<32} {lag}{oldest}\n"));
         }
     }
     if let Some(consolidation) = body["backlog"]["consolidation"].as_object() {
@@ -100,6 +104,7 @@ mod tests {
             "embedder": {"kind": "local", "model": "all-MiniLM-L6-v2", "fallback": false},
             "relay_lag": 2,
             "consumer_lag": {"consolidator": 4, "retriever.memory-projection": null},
+            "consumer_oldest_seconds": {"consolidator": 3.2, "retriever.memory-projection": null},
             "backlog": {"consolidation": {"messages": 6, "conversations": 1, "oldest_seconds": 12.4},
                         "unconsolidated": 10}
         }));
@@ -109,7 +114,7 @@ mod tests {
              \x20 degraded:     unconsolidated messages 6 > 3\n\
              embedder        local all-MiniLM-L6-v2\n\
              relay lag       2\n\
-             consumer lag    consolidator                     4\n\
+             consumer lag    consolidator                     4, oldest waited 3 s\n\
              consumer lag    retriever.memory-projection      unknown\n\
              consolidation   6 messages in 1 conversations, oldest waited 12 s\n\
              unconsolidated  10\n"

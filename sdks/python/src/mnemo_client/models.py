@@ -718,6 +718,7 @@ class Health(ResponseModel):
     degraded: Optional[List[str]] = None
     relay_lag: Optional[int] = None
     consumer_lag: Optional[Dict[str, Optional[int]]] = None
+    consumer_oldest_seconds: Optional[Dict[str, Optional[float]]] = None
     embedder: Optional[EmbedderInfo] = None
     backlog: Optional[Backlog] = None
 
