@@ -113,6 +113,129 @@ async fn a_tenant_past_its_quota_gets_429_and_others_are_unaffected() {
     app.stop().await;
 }
 
+async fn event_count(app: &TestApp, tenant: &str, event_type: &str) -> usize {
+    app.all_events(tenant)
+        .await
+        .iter()
+        .filter(|e| e["type"] == event_type)
+        .count()
+}
+
+#[tokio::test]
+async fn memories_per_subject_and_storage_quotas_refuse_before_the_append() {
+    let app = app_with(
+        "[quotas.tenants.capped]\nmemories_per_subject = 2\n\
+         [quotas.tenants.tiny]\nstorage_bytes = 3000\n",
+    )
+    .await;
+
+    // Two active memories per subject: the third is refused, with nothing
+    // appended; another subject, and another tenant, are not held back.
+    let capped = app.admin("capped");
+    let mut ids = Vec::new();
+    for content in ["Keeps bees", "Lives in Lyon"] {
+        let created = app
+            .create_memory(&capped, "s1", json!({"content": content, "kind": "fact"}))
+            .await;
+        assert_eq!(created.status(), 201);
+        let body: Value = created.json().await.unwrap();
+        ids.push(body["id"].as_str().unwrap().to_owned());
+    }
+    app.wait_for_list(&capped, "s1", |m| m.len() == 2).await;
+    let refused = app
+        .create_memory(
+            &capped,
+            "s1",
+            json!({"content": "Plays the cello", "kind": "fact"}),
+        )
+        .await;
+    let retry_after = assert_refused(refused, 429, "quota_exceeded", "memories_per_subject").await;
+    assert_eq!(retry_after, 60);
+    assert_eq!(event_count(&app, "capped", "MemoryCreated").await, 2);
+    let elsewhere = app
+        .create_memory(
+            &capped,
+            "s2",
+            json!({"content": "Plays the cello", "kind": "fact"}),
+        )
+        .await;
+    assert_eq!(elsewhere.status(), 201);
+    let other = app.admin("other");
+    for i in 0..3 {
+        let created = app
+            .create_memory(
+                &other,
+                "s1",
+                json!({"content": format!("Fact {i}"), "kind": "fact"}),
+            )
+            .await;
+        assert_eq!(created.status(), 201);
+    }
+    // Deleting one makes room again (once the list shows it).
+    let deleted = app
+        .call(
+            Method::DELETE,
+            &format!("/v1/memories/{}", ids[0]),
+            &capped,
+            None,
+        )
+        .await;
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    app.wait_for_list(&capped, "s1", |m| {
+        m.iter().filter(|m| m["state"] == "active").count() == 1
+    })
+    .await;
+    let created = app
+        .create_memory(
+            &capped,
+            "s1",
+            json!({"content": "Plays the cello", "kind": "fact"}),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+
+    // 3,000 bytes of log: three posts of 1,000 characters reach it, the
+    // fourth (and a memory write) is refused, nothing appended.
+    let tiny = app.admin("tiny");
+    let long = |i: usize| json!([{"role": "user", "content": format!("{i}{}", "b".repeat(999))}]);
+    for i in 0..3 {
+        let posted = app.post_messages(&tiny, "s1", long(i)).await;
+        assert_eq!(posted.status(), 202, "post {i}");
+    }
+    let refused = app.post_messages(&tiny, "s1", long(3)).await;
+    assert_refused(refused, 429, "quota_exceeded", "storage_bytes").await;
+    let refused = app
+        .create_memory(
+            &tiny,
+            "s1",
+            json!({"content": "Keeps bees", "kind": "fact"}),
+        )
+        .await;
+    assert_refused(refused, 429, "quota_exceeded", "storage_bytes").await;
+    assert_eq!(message_events(&app, "tiny").await, 3);
+    assert_eq!(event_count(&app, "tiny", "MemoryCreated").await, 0);
+    // The log's own figure (read again after 10 s) is past the limit too.
+    tokio::time::sleep(Duration::from_millis(10_100)).await;
+    let refused = app.post_messages(&tiny, "s1", long(4)).await;
+    assert_refused(refused, 429, "quota_exceeded", "storage_bytes").await;
+    // Erasure is never held back by a quota.
+    let erased = app
+        .call(Method::DELETE, "/v1/subjects/s1", &tiny, None)
+        .await;
+    assert!(erased.status().is_success(), "{}", erased.status());
+
+    let metrics = app.public("/metrics").await.text().await.unwrap();
+    assert!(
+        metrics.contains("mnemo_ingest_refused_total{limit=\"memories_per_subject\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("mnemo_ingest_refused_total{limit=\"storage_bytes\"} 3"),
+        "{metrics}"
+    );
+    app.stop().await;
+}
+
 /// Polls `/readyz` until `predicate` holds.
 async fn wait_for_ready(app: &TestApp, what: &str, predicate: impl Fn(&Value) -> bool) -> Value {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);

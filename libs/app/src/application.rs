@@ -146,6 +146,7 @@ impl Application {
                     metrics: metrics.clone(),
                     backlog: backlog.clone(),
                     quotas: mnemo_ingest::quota::Quotas::new(settings.quotas.clone()),
+                    read_model: stores.read_model.clone(),
                 })
             }),
             retriever: match (&vectors, roles.retriever) {

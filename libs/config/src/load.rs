@@ -57,6 +57,13 @@ pub struct Quota {
     pub requests_per_second: Option<u32>,
     /// Messages accepted per UTC day.
     pub messages_per_day: Option<u64>,
+    /// Active memories one subject may have: a direct memory write past
+    /// it is refused (consolidation and the forgetter are not limited).
+    pub memories_per_subject: Option<u64>,
+    /// Bytes the tenant's events may take in the log; past it, messages
+    /// and memory writes are refused (corrections that delete, erasure
+    /// and export never are).
+    pub storage_bytes: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -74,7 +81,11 @@ impl RawQuotas {
             tenants: self.tenants,
         };
         for quota in std::iter::once(&quotas.default).chain(quotas.tenants.values()) {
-            if quota.requests_per_second == Some(0) || quota.messages_per_day == Some(0) {
+            if quota.requests_per_second == Some(0)
+                || quota.messages_per_day == Some(0)
+                || quota.memories_per_subject == Some(0)
+                || quota.storage_bytes == Some(0)
+            {
                 return Err(invalid(
                     "quotas",
                     "a limit must be greater than zero (leave it out for none)",
@@ -118,6 +129,15 @@ mod tests {
         assert_eq!(acme.requests_per_second, None);
         assert_eq!(acme.messages_per_day, Some(5));
         let error = load_toml("[quotas.default]\nmessages_per_day = 0\n").unwrap_err();
+        assert!(error.to_string().contains("quotas"), "{error}");
+        let sized = load_toml(
+            "[quotas.tenants.acme]\nmemories_per_subject = 500\nstorage_bytes = 1000000\n",
+        )
+        .unwrap();
+        let acme = sized.quotas.for_tenant("acme");
+        assert_eq!(acme.memories_per_subject, Some(500));
+        assert_eq!(acme.storage_bytes, Some(1_000_000));
+        let error = load_toml("[quotas.default]\nstorage_bytes = 0\n").unwrap_err();
         assert!(error.to_string().contains("quotas"), "{error}");
     }
 }

@@ -185,6 +185,12 @@ pub trait EventStore: Send + Sync + 'static {
     /// The highest committed position (0 for an empty log).
     async fn head_position(&self) -> Result<i64, EventStoreError>;
 
+    /// What the tenant's events take in the log: the bytes of their
+    /// payloads and metadata as stored (sealed, and on PostgreSQL after its
+    /// own compression). The storage quota is checked against it. One scan
+    /// of the tenant's rows: callers cache it.
+    async fn stored_bytes(&self, tenant: &TenantId) -> Result<u64, EventStoreError>;
+
     /// Returns once the head is past `after_position` or the timeout passed,
     /// so the relay can sleep without polling hard.
     async fn wait_for_append(&self, after_position: i64, timeout: Duration);

@@ -612,6 +612,26 @@ impl EventStore for PostgresEventStore {
         .map_err(backend)
     }
 
+    async fn stored_bytes(&self, tenant: &TenantId) -> Result<u64, EventStoreError> {
+        let rows = self
+            .tenant_rows(
+                tenant,
+                sqlx::query(
+                    "SELECT COALESCE(SUM(pg_column_size(payload) + pg_column_size(metadata)), 0)::BIGINT \
+                     FROM events WHERE tenant_id = $1",
+                )
+                .bind(tenant.as_str()),
+            )
+            .await?;
+        let bytes: i64 = rows
+            .first()
+            .map(|row| row.try_get(0))
+            .transpose()
+            .map_err(backend)?
+            .unwrap_or(0);
+        Ok(bytes.max(0) as u64)
+    }
+
     async fn wait_for_append(&self, after_position: i64, timeout: Duration) {
         let deadline = tokio::time::Instant::now() + timeout;
         self.ensure_listener();

@@ -496,6 +496,18 @@ impl EventStore for SqliteEventStore {
             .map_err(backend)
     }
 
+    async fn stored_bytes(&self, tenant: &TenantId) -> Result<u64, EventStoreError> {
+        let bytes: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(SUM(LENGTH(CAST(payload AS BLOB)) + LENGTH(CAST(metadata AS BLOB))), 0) \
+             FROM events WHERE tenant_id = ?",
+        )
+        .bind(tenant.as_str())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(backend)?;
+        Ok(bytes.max(0) as u64)
+    }
+
     async fn wait_for_append(&self, after_position: i64, timeout: Duration) {
         let mut receiver = self.head.subscribe();
         let _ =

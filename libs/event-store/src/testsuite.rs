@@ -363,6 +363,25 @@ where
     assert_eq!(result.stream_version, 1);
     assert_eq!(store.read_subject(&a, &s).await.unwrap().len(), 1);
     assert!(store.get_event(&a, &id).await.unwrap().is_some());
+
+    // Each tenant's storage counts its own events only.
+    let (a_bytes, b_bytes) = (
+        store.stored_bytes(&a).await.unwrap(),
+        store.stored_bytes(&b).await.unwrap(),
+    );
+    assert!(a_bytes > 0 && b_bytes > 0, "{a_bytes} {b_bytes}");
+    assert_eq!(store.stored_bytes(&tenant("tenant-c")).await.unwrap(), 0);
+    store
+        .append(
+            &a,
+            "conversation-shared-subject",
+            ExpectedVersion::Any,
+            vec![event("MessageReceived", Some(&s), "alice")],
+        )
+        .await
+        .unwrap();
+    assert!(store.stored_bytes(&a).await.unwrap() > a_bytes);
+    assert_eq!(store.stored_bytes(&b).await.unwrap(), b_bytes);
 }
 
 pub async fn survives_a_restart<F, Fut>(open: F)

@@ -1209,7 +1209,7 @@ export interface components {
                 message: string;
                 /** @description On 429 and 503 refusals that pass: the `Retry-After` header's value. */
                 retry_after_seconds?: number;
-                /** @description On `quota_exceeded` and `backlog_full`: the limit that refused the request (`requests_per_second`, `messages_per_day`, `backlog_ceiling`). */
+                /** @description On `quota_exceeded` and `backlog_full`: the limit that refused the request (`requests_per_second`, `messages_per_day`, `memories_per_subject`, `storage_bytes`, `backlog_ceiling`). */
                 limit?: string;
                 /** @description That limit's configured value. */
                 limit_value?: number;
@@ -1949,7 +1949,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description `empty_batch` (no messages), `batch_too_large` (more than the per-request maximum, default 100), `invalid_content` (blank content), `content_too_long` (more than `limits.max_content_chars`, default 32768 characters), `invalid_message_id` (an `id` that is empty, longer than 128 characters or has control characters), `duplicate_message_id` (the same `id` twice in the batch). */
             422: components["responses"]["Unprocessable"];
-            /** @description `quota_exceeded`: past the tenant's `requests_per_second` or `messages_per_day` (a batch that would pass it is refused whole) quota; nothing appended. */
+            /** @description `quota_exceeded`: past the tenant's `requests_per_second`, `messages_per_day` (a batch that would pass it is refused whole) or `storage_bytes` quota; nothing appended. */
             429: components["responses"]["TooManyRequests"];
             /** @description `internal_error`: an unexpected server-side failure (details are logged, never returned). */
             500: components["responses"]["InternalError"];
@@ -2107,7 +2107,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description `invalid_content` (blank content), `content_too_long` (more than `limits.max_content_chars`, default 32768), `out_of_range` (`confidence` or `importance` outside 0..1), `too_many_tags` (more than 20), `invalid_tag` (a tag that is not 1 to 64 letters, digits, spaces or `- _ . :`), `tag_contains_pii`, `too_many_sources` (more than 100), `unknown_source` (a source id not posted for the subject since its last erasure). */
             422: components["responses"]["Unprocessable"];
-            /** @description `quota_exceeded`: past the tenant's `requests_per_second` quota; nothing appended. */
+            /** @description `quota_exceeded`: past the tenant's `requests_per_second`, `storage_bytes` or `memories_per_subject` (the subject's active memories) quota; nothing appended. */
             429: components["responses"]["TooManyRequests"];
             /** @description `internal_error`: an unexpected server-side failure (details are logged, never returned). */
             500: components["responses"]["InternalError"];
@@ -2819,7 +2819,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description `nothing_to_change` (none of content, kind, tags, confidence, importance given), `invalid_content` (blank content or reason), `content_too_long` (content over `limits.max_content_chars`, default 32768, or reason over 1000 characters), `out_of_range` (`confidence`/`importance` outside 0..1), `too_many_tags`, `invalid_tag`, `tag_contains_pii`. */
             422: components["responses"]["Unprocessable"];
-            /** @description `quota_exceeded`: past the tenant's `requests_per_second` quota; nothing appended. */
+            /** @description `quota_exceeded`: past the tenant's `requests_per_second` or `storage_bytes` quota; nothing appended. */
             429: components["responses"]["TooManyRequests"];
             /** @description `internal_error`: an unexpected server-side failure (details are logged, never returned). */
             500: components["responses"]["InternalError"];

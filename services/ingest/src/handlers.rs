@@ -90,6 +90,8 @@ pub async fn post_messages(
     state
         .admit(&principal.tenant, body.messages.len() as u64)
         .await?;
+    let text: usize = body.messages.iter().map(|m| m.content.len()).sum();
+    state.admit_storage(&principal.tenant, text as u64).await?;
     let accepted = write::ingest_messages(
         &state,
         MessagesRequest {
@@ -143,6 +145,10 @@ pub async fn create_memory(
     principal.require_scope(Scope::MemoriesWrite)?;
     state.admit(&principal.tenant, 0).await?;
     let input = body.into_inner();
+    state
+        .admit_storage(&principal.tenant, input.content.len() as u64)
+        .await?;
+    state.admit_memory(&principal.tenant, &subject).await?;
     let memory = write::create_memory(
         &state,
         NewMemoryRequest {
@@ -187,6 +193,8 @@ pub async fn revise_memory(
 ) -> Result<HttpResponse, ApiError> {
     state.admit(&principal.tenant, 0).await?;
     let input = body.into_inner();
+    let text = input.content.as_ref().map_or(0, String::len);
+    state.admit_storage(&principal.tenant, text as u64).await?;
     let memory = write::revise_memory(
         &state,
         ReviseRequest {

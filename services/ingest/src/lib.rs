@@ -21,10 +21,11 @@ use std::sync::Arc;
 use actix_web::http::StatusCode;
 use actix_web::web;
 use mnemo_config::Limits;
-use mnemo_domain::TenantId;
+use mnemo_domain::{MemoryState, SubjectId, TenantId};
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_http::backlog::Backlog;
 use mnemo_http::{ApiError, CountedLog};
+use mnemo_read_model::{MemoryReadModel, SubjectFilter};
 use mnemo_telemetry::Metrics;
 
 pub use error::{InputError, WriteError};
@@ -39,6 +40,9 @@ pub struct IngestState {
     /// Messages past its ceiling are refused with 503 before the append.
     pub backlog: Arc<Backlog>,
     pub quotas: quota::Quotas,
+    /// The memory counts the `memories_per_subject` quota is checked
+    /// against.
+    pub read_model: Arc<dyn MemoryReadModel>,
 }
 
 impl IngestState {
@@ -67,26 +71,91 @@ impl IngestState {
             }
         }
         if let Err(refusal) = self.quotas.admit(tenant, messages, chrono::Utc::now()) {
-            let limit = refusal.limit_name();
-            self.metrics
-                .ingest_refused_total
-                .with_label_values(&[limit])
-                .inc();
-            return Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "quota_exceeded",
-                format!(
-                    "the tenant's {limit} quota ({}) is used up; retry after {} s",
-                    refusal.limit(),
-                    refusal.retry_after()
-                ),
-            )
-            .retry_after(
-                refusal.retry_after(),
-                serde_json::json!({"limit": limit, "limit_value": refusal.limit()}),
-            ));
+            return Err(self.refuse(refusal));
         }
         Ok(())
+    }
+
+    /// Lets a write that grows the tenant's log by about `adds` bytes (the
+    /// text it carries) through, or refuses it (429) when the tenant's
+    /// events take its `storage_bytes` already.
+    pub async fn admit_storage(&self, tenant: &TenantId, adds: u64) -> Result<(), ApiError> {
+        let Some(limit) = self.quotas.policy(tenant).storage_bytes else {
+            return Ok(());
+        };
+        let used = match self.quotas.cached_storage(tenant) {
+            Some(bytes) => bytes,
+            None => {
+                let bytes = self
+                    .log
+                    .store()
+                    .stored_bytes(tenant)
+                    .await
+                    .map_err(ApiError::unavailable)?;
+                self.quotas.remember_storage(tenant, bytes);
+                bytes
+            }
+        };
+        if used >= limit {
+            return Err(self.refuse(quota::Refusal::StorageBytes { limit }));
+        }
+        self.quotas.add_storage(tenant, adds);
+        Ok(())
+    }
+
+    /// Lets a new memory of `subject` through, or refuses it (429) when
+    /// the subject has its `memories_per_subject` active memories already.
+    pub async fn admit_memory(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<(), ApiError> {
+        let Some(limit) = self.quotas.policy(tenant).memories_per_subject else {
+            return Ok(());
+        };
+        let filter = SubjectFilter {
+            only: Some(subject.clone()),
+            limit: 1,
+            ..Default::default()
+        };
+        let summaries = self
+            .read_model
+            .list_subjects(tenant, &filter)
+            .await
+            .map_err(ApiError::unavailable)?;
+        let active = summaries
+            .iter()
+            .filter(|summary| &summary.subject == subject)
+            .flat_map(|summary| &summary.states)
+            .filter(|(state, _)| *state == MemoryState::Active)
+            .map(|(_, count)| *count)
+            .sum::<u64>();
+        if active >= limit {
+            return Err(self.refuse(quota::Refusal::MemoriesPerSubject { limit }));
+        }
+        Ok(())
+    }
+
+    /// The 429 for a quota's refusal, counted by its limit.
+    fn refuse(&self, refusal: quota::Refusal) -> ApiError {
+        let limit = refusal.limit_name();
+        self.metrics
+            .ingest_refused_total
+            .with_label_values(&[limit])
+            .inc();
+        ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "quota_exceeded",
+            format!(
+                "the tenant's {limit} quota ({}) is used up; retry after {} s",
+                refusal.limit(),
+                refusal.retry_after()
+            ),
+        )
+        .retry_after(
+            refusal.retry_after(),
+            serde_json::json!({"limit": limit, "limit_value": refusal.limit()}),
+        )
     }
 
     /// The log to append through: it counts what it appends.

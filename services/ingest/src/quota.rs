@@ -1,7 +1,16 @@
 //! Per-tenant quotas (`[quotas]`): requests per second (a token bucket
-//! with a burst of one second's worth) and messages per UTC day, checked
+//! with a burst of one second's worth), messages per UTC day, active
+//! memories per subject and the bytes the tenant's events take, checked
 //! before anything is appended, so a refused request leaves no trace in
 //! the log.
+//!
+//! The usage limits are read from the stores ([`crate::IngestState`] asks
+//! them): the memory count from the read model (it trails the log by the
+//! projection's lag, so a burst may overshoot by what it writes within
+//! it); the storage from the log, re-read every [`STORAGE_FRESH_FOR`] per
+//! tenant (one scan of the tenant's rows) and, in between, raised by the
+//! size of the text each admitted request carries (the log's figure is a
+//! little higher: sealing and metadata).
 //!
 //! Key decision: the counts live in this process. One ingest process (the
 //! embedded server, or one replica) enforces them exactly; N replicas
@@ -11,6 +20,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDate, Utc};
 use mnemo_config::{Policies, Quota};
@@ -19,9 +29,32 @@ use mnemo_domain::TenantId;
 /// Which limit refused a request, and when to try again.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Refusal {
-    RequestsPerSecond { limit: u32, retry_after: u64 },
-    MessagesPerDay { limit: u64, retry_after: u64 },
+    RequestsPerSecond {
+        limit: u32,
+        retry_after: u64,
+    },
+    MessagesPerDay {
+        limit: u64,
+        retry_after: u64,
+    },
+    /// The subject has this many active memories already.
+    MemoriesPerSubject {
+        limit: u64,
+    },
+    /// The tenant's events take this many bytes already.
+    StorageBytes {
+        limit: u64,
+    },
 }
+
+/// How long a tenant's storage figure is reused before the log is asked
+/// again.
+pub const STORAGE_FRESH_FOR: Duration = Duration::from_secs(10);
+
+/// `Retry-After` for a usage limit: nothing refills it by itself, but a
+/// deletion, the forgetter or a raised quota may free room; a minute is
+/// how often a well-behaved client should look again.
+pub const USAGE_RETRY_AFTER: u64 = 60;
 
 impl Refusal {
     /// The limit's name, as configured and as the error body and the
@@ -30,6 +63,8 @@ impl Refusal {
         match self {
             Refusal::RequestsPerSecond { .. } => "requests_per_second",
             Refusal::MessagesPerDay { .. } => "messages_per_day",
+            Refusal::MemoriesPerSubject { .. } => "memories_per_subject",
+            Refusal::StorageBytes { .. } => "storage_bytes",
         }
     }
 
@@ -37,13 +72,16 @@ impl Refusal {
         match self {
             Refusal::RequestsPerSecond { retry_after, .. }
             | Refusal::MessagesPerDay { retry_after, .. } => *retry_after,
+            Refusal::MemoriesPerSubject { .. } | Refusal::StorageBytes { .. } => USAGE_RETRY_AFTER,
         }
     }
 
     pub fn limit(&self) -> u64 {
         match self {
             Refusal::RequestsPerSecond { limit, .. } => u64::from(*limit),
-            Refusal::MessagesPerDay { limit, .. } => *limit,
+            Refusal::MessagesPerDay { limit, .. }
+            | Refusal::MemoriesPerSubject { limit }
+            | Refusal::StorageBytes { limit } => *limit,
         }
     }
 }
@@ -59,6 +97,8 @@ struct Use {
 pub struct Quotas {
     policies: Policies<Quota>,
     used: Mutex<HashMap<TenantId, Use>>,
+    /// Each tenant's storage figure and when the log gave it.
+    stored: Mutex<HashMap<TenantId, (Instant, u64)>>,
 }
 
 impl Quotas {
@@ -66,6 +106,38 @@ impl Quotas {
         Quotas {
             policies,
             used: Mutex::default(),
+            stored: Mutex::default(),
+        }
+    }
+
+    /// The tenant's quota.
+    pub fn policy(&self, tenant: &TenantId) -> &Quota {
+        self.policies.for_tenant(tenant.as_str())
+    }
+
+    /// The tenant's storage figure, when one younger than
+    /// [`STORAGE_FRESH_FOR`] is known.
+    pub fn cached_storage(&self, tenant: &TenantId) -> Option<u64> {
+        let stored = self.stored.lock().unwrap_or_else(|p| p.into_inner());
+        stored
+            .get(tenant)
+            .filter(|(at, _)| at.elapsed() < STORAGE_FRESH_FOR)
+            .map(|(_, bytes)| *bytes)
+    }
+
+    pub fn remember_storage(&self, tenant: &TenantId, bytes: u64) {
+        self.stored
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(tenant.clone(), (Instant::now(), bytes));
+    }
+
+    /// Counts `bytes` more against the tenant's cached storage figure (an
+    /// admitted request's text), until the log is asked again.
+    pub fn add_storage(&self, tenant: &TenantId, bytes: u64) {
+        let mut stored = self.stored.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, figure)) = stored.get_mut(tenant) {
+            *figure = figure.saturating_add(bytes);
         }
     }
 
@@ -154,6 +226,7 @@ mod tests {
             Quota {
                 requests_per_second: Some(2),
                 messages_per_day: None,
+                ..Default::default()
             },
             None,
         );
@@ -174,6 +247,7 @@ mod tests {
             Quota {
                 requests_per_second: None,
                 messages_per_day: Some(10),
+                ..Default::default()
             },
             None,
         );
@@ -200,6 +274,7 @@ mod tests {
             Quota {
                 requests_per_second: None,
                 messages_per_day: Some(1),
+                ..Default::default()
             },
             Some(Quota::default()),
         );

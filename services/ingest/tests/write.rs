@@ -27,7 +27,7 @@ async fn state(dir: &tempfile::TempDir) -> IngestState {
     let store = Arc::new(mnemo_event_store::sqlite::open(&path).await.unwrap());
     let pool = mnemo_event_store::sqlite::connect(&path).await.unwrap();
     let backlog = Backlog::new(
-        Arc::new(InProcessBus::new(pool, 1)),
+        Arc::new(InProcessBus::new(pool.clone(), 1)),
         Arc::default(),
         Vec::new(),
         None,
@@ -35,7 +35,7 @@ async fn state(dir: &tempfile::TempDir) -> IngestState {
     );
     let cipher = Arc::new(SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new())));
     IngestState {
-        log: SealedLog::new(store, cipher),
+        log: SealedLog::new(store, cipher.clone()),
         scrubbers: Scrubbers::new(
             PiiSettings {
                 default: Default::default(),
@@ -51,6 +51,9 @@ async fn state(dir: &tempfile::TempDir) -> IngestState {
         metrics: Arc::new(Metrics::new().unwrap()),
         backlog: Arc::new(backlog),
         quotas: Quotas::new(Default::default()),
+        read_model: Arc::new(mnemo_read_model::sqlite::SqliteMemoryReadModel::new(
+            pool, cipher,
+        )),
     }
 }
 

@@ -186,6 +186,9 @@ impl EventStore for CountingLog {
     async fn head_position(&self) -> Result<i64, EventStoreError> {
         self.inner.head_position().await
     }
+    async fn stored_bytes(&self, tenant: &TenantId) -> Result<u64, EventStoreError> {
+        self.inner.stored_bytes(tenant).await
+    }
     async fn wait_for_append(&self, after_position: i64, timeout: std::time::Duration) {
         self.inner.wait_for_append(after_position, timeout).await
     }
