@@ -267,6 +267,31 @@ enum BenchCommand {
         #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=3600))]
         drain_timeout: u64,
     },
+    /// How long until what a client wrote is found by search: --memories
+    /// written one request at a time (the last one searched from its
+    /// acknowledgement until found), and --messages posted in batches by
+    /// --clients (until every episode and consolidated memory is
+    /// searchable), on an embedded server whose embedder is an
+    /// OpenAI-compatible server on loopback (feature hashing, so the model
+    /// costs nothing) or the in-process lexical one. See docs/operations.md.
+    Searchable {
+        /// Memories written sequentially to one subject (0: skip).
+        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+        memories: u64,
+        /// Messages posted in batches (0: skip).
+        #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+        messages: u64,
+        /// Writer clients for the messages, each with its own subject.
+        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=256))]
+        clients: u64,
+        /// Messages per request.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100))]
+        batch: u64,
+        /// `loopback` (an OpenAI-compatible server started by the run) or
+        /// `lexical` (in process).
+        #[arg(long, default_value = "loopback", value_parser = ["loopback", "lexical"])]
+        embedder: String,
+    },
     /// Search latency p50/p99 at several memory counts, with and without the
     /// embedder, against the raw qdrant-edge query time on the same data.
     ///
@@ -591,6 +616,26 @@ async fn bench(what: BenchCommand) -> anyhow::Result<()> {
                 search_concurrency: count(search_concurrency)?,
                 memories: count(memories)?,
                 drain_timeout: Duration::from_secs(drain_timeout),
+            })
+            .await
+        }
+        BenchCommand::Searchable {
+            memories,
+            messages,
+            clients,
+            batch,
+            embedder,
+        } => {
+            let count = |value: u64| usize::try_from(value).context("count too large");
+            mnemo_lab::bench_searchable::searchable(mnemo_lab::bench_searchable::SearchableBench {
+                memories: count(memories)?,
+                messages: count(messages)?,
+                clients: count(clients)?,
+                batch: count(batch)?,
+                embedder: match embedder.as_str() {
+                    "lexical" => mnemo_lab::bench_searchable::BenchEmbedder::Lexical,
+                    _ => mnemo_lab::bench_searchable::BenchEmbedder::Loopback,
+                },
             })
             .await
         }

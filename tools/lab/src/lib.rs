@@ -13,6 +13,7 @@ pub mod bench_asof;
 pub mod bench_embed;
 pub mod bench_pipeline;
 pub mod bench_search;
+pub mod bench_searchable;
 pub mod dev_kafka;
 pub mod dev_llm;
 pub mod eval;
