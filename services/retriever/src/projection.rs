@@ -5,11 +5,14 @@
 //! state. Content is embedded only when it changed; a state change (archive,
 //! restore) only rewrites the point's payload.
 //!
-//! Key decision: the read-model row of a memory is written only after its
+//! Key decisions: the read-model row of a memory is written only after its
 //! point is durable (in [`EventHandler::flush`], which the consumer calls
 //! before it commits a run of records). The row's version is what tells a
 //! redelivery it has nothing to do; a row ahead of an index that lost its
-//! unflushed writes in a crash would leave the point missing for good.
+//! unflushed writes in a crash would leave the point missing for good. And
+//! the points whose content changed are embedded and written at the flush
+//! too, all of a run in one embedder call and one index write: an
+//! embedding server answers a batch in about the time of one text.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -42,6 +45,9 @@ struct Pending {
     /// an erasure destroyed it since, the row must not be written (sealing
     /// would create a new key and revive the memory) and the point goes.
     generation: u32,
+    /// Its content changed in this run: the point is embedded and written
+    /// at the flush (until then the index has the previous one, or none).
+    embed: bool,
 }
 
 impl MemoryProjection {
@@ -120,63 +126,6 @@ pub fn payload_of(tenant: &TenantId, memory: &Memory, tokens: PointTokens) -> Po
     }
 }
 
-/// Writes one memory's point (or deletes it); the caller writes its
-/// read-model row once the point is durable.
-pub async fn project_point(
-    tenant: &TenantId,
-    memory: &Memory,
-    previous_content: Option<&str>,
-    cipher: &SubjectCipher,
-    embedder: &dyn Embedder,
-    index: &dyn VectorIndex,
-) -> Result<(), HandlerError> {
-    let Some(content) = memory.content.as_text() else {
-        // The subject was erased: never bring its point back.
-        index
-            .delete(tenant, &[memory.id])
-            .await
-            .map_err(retryable)?;
-        return Ok(());
-    };
-    if memory.state == MemoryState::Deleted {
-        index
-            .delete(tenant, &[memory.id])
-            .await
-            .map_err(retryable)?;
-    } else if previous_content == Some(content) {
-        let tokens = PointTokens::of(cipher, tenant, memory)
-            .await
-            .map_err(retryable)?;
-        index
-            .update_payload(tenant, &memory.id, payload_of(tenant, memory, tokens))
-            .await
-            .map_err(retryable)?;
-    } else {
-        let vector = embedder
-            .embed(&[content.to_owned()])
-            .await
-            .map_err(retryable)?
-            .pop()
-            .ok_or_else(|| retryable("the embedder returned no vector"))?;
-        let tokens = PointTokens::of(cipher, tenant, memory)
-            .await
-            .map_err(retryable)?;
-        index
-            .upsert(
-                tenant,
-                vec![Point {
-                    id: memory.id,
-                    dense: vector,
-                    text: content.to_owned(),
-                    payload: payload_of(tenant, memory, tokens),
-                }],
-            )
-            .await
-            .map_err(retryable)?;
-    }
-    Ok(())
-}
-
 #[async_trait]
 impl EventHandler for MemoryProjection {
     async fn handle(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
@@ -203,6 +152,8 @@ impl EventHandler for MemoryProjection {
         };
         let key = (event.tenant.clone(), memory.id);
         let pending = self.pending().get(&key).cloned();
+        // A point whose content changed earlier in this run is not written yet.
+        let unwritten = pending.as_ref().is_some_and(|p| p.embed);
         let previous = match pending {
             Some(projected) => Some(projected.memory),
             None => self
@@ -219,27 +170,42 @@ impl EventHandler for MemoryProjection {
         {
             return Ok(());
         }
-        let previous_content = previous.as_ref().and_then(|p| p.content.as_text());
-        if memory.content.is_erased() {
-            // The subject was erased: never bring its row back.
+        let Some(content) = memory.content.as_text() else {
+            // The subject was erased: never bring its row or point back.
             self.pending().remove(&key);
             self.read_model
                 .remove(&event.tenant, &memory.id)
                 .await
                 .map_err(retryable)?;
-        }
-        project_point(
-            &event.tenant,
-            &memory,
-            previous_content,
-            self.log.cipher(),
-            self.embedder.as_ref(),
-            self.index.as_ref(),
-        )
-        .await?;
-        if memory.content.is_erased() {
+            self.index
+                .delete(&event.tenant, &[memory.id])
+                .await
+                .map_err(retryable)?;
             return Ok(());
-        }
+        };
+        let previous_content = previous.as_ref().and_then(|p| p.content.as_text());
+        let embed = if memory.state == MemoryState::Deleted {
+            self.index
+                .delete(&event.tenant, &[memory.id])
+                .await
+                .map_err(retryable)?;
+            false
+        } else if previous_content == Some(content) && !unwritten {
+            let tokens = PointTokens::of(self.log.cipher(), &event.tenant, &memory)
+                .await
+                .map_err(retryable)?;
+            self.index
+                .update_payload(
+                    &event.tenant,
+                    &memory.id,
+                    payload_of(&event.tenant, &memory, tokens),
+                )
+                .await
+                .map_err(retryable)?;
+            false
+        } else {
+            true
+        };
         let generation = self
             .log
             .cipher()
@@ -248,14 +214,23 @@ impl EventHandler for MemoryProjection {
             .map_err(retryable)?;
         match generation {
             Some(generation) => {
-                self.pending().insert(key, Pending { memory, generation });
+                self.pending().insert(
+                    key,
+                    Pending {
+                        memory,
+                        generation,
+                        embed,
+                    },
+                );
             }
             // Erased since the stream was read: take the point back.
-            None => self
-                .index
-                .delete(&event.tenant, &[memory.id])
-                .await
-                .map_err(retryable)?,
+            None => {
+                self.pending().remove(&key);
+                self.index
+                    .delete(&event.tenant, &[memory.id])
+                    .await
+                    .map_err(retryable)?
+            }
         }
         Ok(())
     }
@@ -292,6 +267,9 @@ impl EventHandler for MemoryProjection {
             }
         }
         if outcome.is_ok() {
+            outcome = self.write_points(&mut live).await;
+        }
+        if outcome.is_ok() {
             outcome = self.index.flush().await.map_err(retryable);
         }
         let mut rows = live.into_iter();
@@ -312,6 +290,62 @@ impl EventHandler for MemoryProjection {
 }
 
 impl MemoryProjection {
+    /// Embeds the rows whose content changed, in one embedder call, and
+    /// writes their points, one index write per tenant; each written row
+    /// is marked so (a failed flush keeps the others for the next one).
+    async fn write_points(
+        &self,
+        rows: &mut [((TenantId, MemoryId), Pending)],
+    ) -> Result<(), HandlerError> {
+        let changed: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].1.embed).collect();
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let texts: Vec<String> = changed
+            .iter()
+            .map(|&i| {
+                rows[i]
+                    .1
+                    .memory
+                    .content
+                    .as_text()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect();
+        let vectors = self.embedder.embed(&texts).await.map_err(retryable)?;
+        if vectors.len() != texts.len() {
+            return Err(retryable("the embedder returned too few vectors"));
+        }
+        let mut by_tenant: HashMap<TenantId, Vec<(usize, Point)>> = HashMap::new();
+        for ((&i, dense), text) in changed.iter().zip(vectors).zip(texts) {
+            let ((tenant, id), row) = &rows[i];
+            let tokens = PointTokens::of(self.log.cipher(), tenant, &row.memory)
+                .await
+                .map_err(retryable)?;
+            by_tenant.entry(tenant.clone()).or_default().push((
+                i,
+                Point {
+                    id: *id,
+                    dense,
+                    text,
+                    payload: payload_of(tenant, &row.memory, tokens),
+                },
+            ));
+        }
+        for (tenant, points) in by_tenant {
+            let (written, points): (Vec<usize>, Vec<Point>) = points.into_iter().unzip();
+            self.index
+                .upsert(&tenant, points)
+                .await
+                .map_err(retryable)?;
+            for i in written {
+                rows[i].1.embed = false;
+            }
+        }
+        Ok(())
+    }
+
     /// Puts a row back for the next flush; a newer state projected
     /// meanwhile wins.
     fn keep(&self, key: (TenantId, MemoryId), row: Pending) {

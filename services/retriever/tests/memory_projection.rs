@@ -1,0 +1,267 @@
+//! The memory projection over a real SQLite log, read model and the
+//! embedded index: a run of memory events is embedded in one embedder call
+//! and written in one index write at the flush; rows appear only once their
+//! points are durable; a memory created and deleted in one run, or changed
+//! only in its state, is never embedded again; a failed embedding loses
+//! nothing and is retried by the next flush.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mnemo_bus::EventHandler;
+use mnemo_crypto::{MemorySubjectKeyStore, SubjectCipher};
+use mnemo_domain::events::{streams, MemoryCreated, MemoryRevised, MemoryStateChanged};
+use mnemo_domain::{
+    DomainEvent, EventId, EventMetadata, MemoryId, MemoryKind, MemoryState, Producer, Provenance,
+    RecordedEvent, SubjectId, SubjectText, TenantId,
+};
+use mnemo_embed::{EmbedError, Embedder, EmbeddingSpace, LexicalEmbedder};
+use mnemo_event_store::sealed::{Pending, SealedLog};
+use mnemo_event_store::{sqlite, ExpectedVersion};
+use mnemo_read_model::sqlite::SqliteMemoryReadModel;
+use mnemo_read_model::MemoryReadModel;
+use mnemo_retriever::projection::MemoryProjection;
+use mnemo_vector_index::{EdgeVectorIndex, SearchMode, SearchRequest, VectorIndex};
+
+const DIMENSION: usize = 64;
+
+/// The lexical embedder, counting calls and texts, failing on demand.
+struct Counting {
+    inner: LexicalEmbedder,
+    calls: AtomicUsize,
+    texts: AtomicUsize,
+    fail: AtomicBool,
+}
+
+#[async_trait]
+impl Embedder for Counting {
+    fn space(&self) -> &EmbeddingSpace {
+        self.inner.space()
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if self.fail.load(Ordering::SeqCst) {
+            return Err(EmbedError::InvalidResponse("down for the test".into()));
+        }
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.texts.fetch_add(texts.len(), Ordering::SeqCst);
+        self.inner.embed(texts).await
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    log: SealedLog,
+    read_model: Arc<SqliteMemoryReadModel>,
+    index: Arc<EdgeVectorIndex>,
+    embedder: Arc<Counting>,
+    tenant: TenantId,
+    subject: SubjectId,
+}
+
+impl Fixture {
+    async fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mnemo.db");
+        let store = sqlite::open(&path).await.unwrap();
+        let pool = sqlite::connect(&path).await.unwrap();
+        let cipher = Arc::new(SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new())));
+        Fixture {
+            log: SealedLog::new(Arc::new(store), cipher.clone()),
+            read_model: Arc::new(SqliteMemoryReadModel::new(pool, cipher)),
+            index: Arc::new(EdgeVectorIndex::open(&dir.path().join("vectors"), DIMENSION).unwrap()),
+            embedder: Arc::new(Counting {
+                inner: LexicalEmbedder::new(DIMENSION),
+                calls: AtomicUsize::new(0),
+                texts: AtomicUsize::new(0),
+                fail: AtomicBool::new(false),
+            }),
+            tenant: TenantId::parse("t1").unwrap(),
+            subject: SubjectId::parse("s1").unwrap(),
+            _dir: dir,
+        }
+    }
+
+    fn projection(&self) -> MemoryProjection {
+        MemoryProjection::new(
+            self.log.clone(),
+            self.read_model.clone(),
+            self.embedder.clone(),
+            self.index.clone(),
+        )
+    }
+
+    async fn append(&self, memory: &MemoryId, event: DomainEvent) -> RecordedEvent {
+        let appended = self
+            .log
+            .append(
+                &self.tenant,
+                &streams::memory(memory),
+                ExpectedVersion::Any,
+                vec![Pending {
+                    event_id: EventId::new(),
+                    subject: Some(self.subject.clone()),
+                    event,
+                    metadata: EventMetadata {
+                        actor: "test".into(),
+                        ..Default::default()
+                    },
+                }],
+            )
+            .await
+            .unwrap();
+        let id = appended.events[0].event_id;
+        self.log
+            .store()
+            .get_event(&self.tenant, &id)
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    async fn create(&self, content: &str) -> (MemoryId, RecordedEvent) {
+        let id = MemoryId::new();
+        let event = DomainEvent::MemoryCreated(MemoryCreated {
+            memory_id: id,
+            kind: MemoryKind::Fact,
+            content: SubjectText::new(content),
+            tags: vec!["test".into()],
+            confidence: 0.9,
+            importance: 0.5,
+            state: MemoryState::Active,
+            provenance: Provenance {
+                source_event_ids: Vec::new(),
+                producer: Producer {
+                    strategy: "api".into(),
+                    version: "1".into(),
+                    model: None,
+                    prompt_version: None,
+                    fallback: None,
+                },
+            },
+            session: None,
+            agent: None,
+            pii: Default::default(),
+        });
+        (id, self.append(&id, event).await)
+    }
+
+    async fn found(&self, word: &str) -> Vec<MemoryId> {
+        self.index
+            .search(
+                &self.tenant,
+                &SearchRequest {
+                    text: Some(word.to_owned()),
+                    mode: SearchMode::Keyword,
+                    ..SearchRequest::default()
+                },
+            )
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|hit| hit.id)
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn a_run_is_embedded_in_one_call_and_its_rows_follow_their_points() {
+    let fx = Fixture::new().await;
+    let projection = fx.projection();
+    let mut created = Vec::new();
+    for word in ["apples", "bees", "cellos", "dahlias", "eels"] {
+        created.push(fx.create(&format!("The user likes {word}")).await);
+    }
+    // In the same run: the first revised, the second archived, the third
+    // created and deleted.
+    let revised = fx
+        .append(
+            &created[0].0,
+            DomainEvent::MemoryRevised(MemoryRevised {
+                content: Some(SubjectText::new("The user likes figs")),
+                ..Default::default()
+            }),
+        )
+        .await;
+    let archived = fx
+        .append(
+            &created[1].0,
+            DomainEvent::MemoryArchived(MemoryStateChanged::default()),
+        )
+        .await;
+    let deleted = fx
+        .append(
+            &created[2].0,
+            DomainEvent::MemoryDeleted(MemoryStateChanged::default()),
+        )
+        .await;
+    for (_, event) in &created {
+        projection.handle(event).await.unwrap();
+    }
+    for event in [&revised, &archived, &deleted] {
+        projection.handle(event).await.unwrap();
+    }
+    assert_eq!(
+        fx.embedder.calls.load(Ordering::SeqCst),
+        0,
+        "nothing embedded before the flush"
+    );
+    assert!(fx
+        .read_model
+        .get(&fx.tenant, &created[3].0)
+        .await
+        .unwrap()
+        .is_none());
+
+    projection.flush().await.unwrap();
+    assert_eq!(fx.embedder.calls.load(Ordering::SeqCst), 1, "one call");
+    // Four points (the deleted one never embedded), each at its latest text.
+    assert_eq!(fx.embedder.texts.load(Ordering::SeqCst), 4);
+    assert_eq!(fx.found("figs").await, vec![created[0].0]);
+    assert!(fx.found("apples").await.is_empty());
+    assert!(fx.found("cellos").await.is_empty());
+    assert_eq!(fx.found("dahlias").await, vec![created[3].0]);
+    let row = |i: usize| fx.read_model.get(&fx.tenant, &created[i].0);
+    assert_eq!(row(1).await.unwrap().unwrap().state, MemoryState::Archived);
+    assert_eq!(row(2).await.unwrap().unwrap().state, MemoryState::Deleted);
+    assert_eq!(
+        row(0).await.unwrap().unwrap().content.as_text(),
+        Some("The user likes figs")
+    );
+
+    // A state change alone rewrites the payload, with no embedding.
+    let restored = fx
+        .append(
+            &created[1].0,
+            DomainEvent::MemoryRestored(MemoryStateChanged::default()),
+        )
+        .await;
+    projection.handle(&restored).await.unwrap();
+    projection.flush().await.unwrap();
+    assert_eq!(fx.embedder.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(row(1).await.unwrap().unwrap().state, MemoryState::Active);
+    assert_eq!(fx.found("bees").await, vec![created[1].0]);
+    // A redelivery of the whole run changes nothing and embeds nothing.
+    for (_, event) in &created {
+        projection.handle(event).await.unwrap();
+    }
+    projection.flush().await.unwrap();
+    assert_eq!(fx.embedder.calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_failed_embedding_keeps_the_run_for_the_next_flush() {
+    let fx = Fixture::new().await;
+    let projection = fx.projection();
+    let (id, event) = fx.create("The user keeps goats").await;
+    projection.handle(&event).await.unwrap();
+    fx.embedder.fail.store(true, Ordering::SeqCst);
+    assert!(projection.flush().await.is_err());
+    assert!(fx.read_model.get(&fx.tenant, &id).await.unwrap().is_none());
+    assert!(fx.found("goats").await.is_empty());
+    fx.embedder.fail.store(false, Ordering::SeqCst);
+    projection.flush().await.unwrap();
+    assert_eq!(fx.found("goats").await, vec![id]);
+    assert!(fx.read_model.get(&fx.tenant, &id).await.unwrap().is_some());
+}
