@@ -703,6 +703,10 @@ async fn redelivered_messages_make_no_duplicate_memory_and_no_llm_call() {
         use mnemo_bus::EventHandler;
         llm.app.consolidator.handle(&recorded).await.unwrap();
     }
+    // As the consumer does at the end of a run.
+    mnemo_bus::EventHandler::flush(&*llm.app.consolidator)
+        .await
+        .unwrap();
     // The same batch replayed (a crash before the buffer rows were removed).
     let conversation = Conversation {
         tenant: tenant.clone(),

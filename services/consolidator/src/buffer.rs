@@ -64,6 +64,24 @@ pub trait MessageBuffer: Send + Sync + 'static {
         event_id: EventId,
         position: i64,
     ) -> Result<usize, BufferError>;
+    /// Adds messages (each idempotent on its event id), as one write where
+    /// the backend allows; returns each conversation that received some
+    /// with how many wait in it now, in order of first appearance. The
+    /// default adds them one by one.
+    async fn add_many(
+        &self,
+        messages: &[(Conversation, EventId, i64)],
+    ) -> Result<Vec<(Conversation, usize)>, BufferError> {
+        let mut waiting: Vec<(Conversation, usize)> = Vec::new();
+        for (conversation, event_id, position) in messages {
+            let count = self.add(conversation, *event_id, *position).await?;
+            match waiting.iter_mut().find(|(c, _)| c == conversation) {
+                Some(entry) => entry.1 = count,
+                None => waiting.push((conversation.clone(), count)),
+            }
+        }
+        Ok(waiting)
+    }
     /// The oldest `limit` waiting messages of a conversation, in log order.
     async fn batch(
         &self,
@@ -181,6 +199,58 @@ impl MessageBuffer for SqliteMessageBuffer {
         .await
         .map_err(failed)?;
         Ok(count as usize)
+    }
+
+    /// One transaction for the run: a write lock taken once, not once per
+    /// message (the single SQLite writer is what ingest, the relay and the
+    /// projections contend for).
+    async fn add_many(
+        &self,
+        messages: &[(Conversation, EventId, i64)],
+    ) -> Result<Vec<(Conversation, usize)>, BufferError> {
+        if messages.is_empty() {
+            return Ok(Vec::new());
+        }
+        let now = Utc::now().timestamp_micros();
+        let mut tx = self
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(failed)?;
+        let mut conversations: Vec<Conversation> = Vec::new();
+        for (conversation, event_id, position) in messages {
+            sqlx::query(
+                "INSERT OR IGNORE INTO consolidation_buffer (tenant_id, subject_id, session_id, event_id, position, buffered_at) \
+                 VALUES (?, ?, ?, ?, ?, ?)",
+            )
+            .bind(conversation.tenant.as_str())
+            .bind(conversation.subject.as_str())
+            .bind(&conversation.session)
+            .bind(event_id.to_string())
+            .bind(position)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+            if !conversations.contains(conversation) {
+                conversations.push(conversation.clone());
+            }
+        }
+        let mut waiting = Vec::with_capacity(conversations.len());
+        for conversation in conversations {
+            let count: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM consolidation_buffer WHERE tenant_id = ? AND subject_id = ? AND session_id = ? AND done = 0",
+            )
+            .bind(conversation.tenant.as_str())
+            .bind(conversation.subject.as_str())
+            .bind(&conversation.session)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(failed)?;
+            waiting.push((conversation, count as usize));
+        }
+        tx.commit().await.map_err(failed)?;
+        Ok(waiting)
     }
 
     async fn batch(

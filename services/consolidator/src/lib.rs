@@ -37,7 +37,7 @@ use chrono::Utc;
 use mnemo_bus::{EventHandler, HandlerError};
 use mnemo_crypto::TokenPurpose;
 use mnemo_domain::events::EventType;
-use mnemo_domain::{DomainEvent, RecordedEvent, SubjectId, TenantId};
+use mnemo_domain::{DomainEvent, EventId, RecordedEvent, SubjectId, TenantId};
 use mnemo_event_store::sealed::LogError;
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
@@ -74,6 +74,9 @@ struct Inner {
     subjects: std::sync::Mutex<HashMap<SubjectKey, Arc<Mutex<()>>>>,
     /// The running workers, so a shutdown can stop them.
     tasks: std::sync::Mutex<tokio::task::JoinSet<()>>,
+    /// Messages of the current run of records, buffered together at its
+    /// flush (or before a consolidation request that may concern them).
+    arrived: std::sync::Mutex<Vec<(Conversation, EventId, i64)>>,
 }
 
 fn retryable(error: PipelineError) -> HandlerError {
@@ -102,6 +105,7 @@ impl Consolidator {
                 queued: Default::default(),
                 subjects: Default::default(),
                 tasks: Default::default(),
+                arrived: Default::default(),
             }),
         }
     }
@@ -359,8 +363,40 @@ fn merge(
     entry.span = span;
 }
 
+impl Consolidator {
+    /// Buffers the messages of the run so far in one write, and schedules
+    /// each conversation that now holds a whole batch. On failure they stay
+    /// for the next try (the consumer commits nothing meanwhile).
+    async fn buffer_arrived(&self) -> Result<(), HandlerError> {
+        let arrived =
+            std::mem::take(&mut *self.inner.arrived.lock().unwrap_or_else(|p| p.into_inner()));
+        if arrived.is_empty() {
+            return Ok(());
+        }
+        let waiting = match self.pipeline().buffer.add_many(&arrived).await {
+            Ok(waiting) => waiting,
+            Err(error) => {
+                let mut kept = self.inner.arrived.lock().unwrap_or_else(|p| p.into_inner());
+                let newer = std::mem::replace(&mut *kept, arrived);
+                kept.extend(newer);
+                return Err(retryable(error.into()));
+            }
+        };
+        for (conversation, count) in waiting {
+            if count >= self.pipeline().policy(&conversation.tenant).batch_size {
+                self.schedule(conversation, Batches::Whole).await;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl EventHandler for Consolidator {
+    async fn flush(&self) -> Result<(), HandlerError> {
+        self.buffer_arrived().await
+    }
+
     async fn handle(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
         let Some(subject) = &event.subject else {
             return Ok(());
@@ -377,18 +413,16 @@ impl EventHandler for Consolidator {
                     subject: subject.clone(),
                     session,
                 };
-                let waiting = self
-                    .pipeline()
-                    .buffer
-                    .add(&conversation, event.event_id, event.global_position)
-                    .await
-                    .map_err(|e| retryable(e.into()))?;
-                if waiting >= self.pipeline().policy(&event.tenant).batch_size {
-                    self.schedule(conversation, Batches::Whole).await;
-                }
+                self.inner
+                    .arrived
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((conversation, event.event_id, event.global_position));
                 Ok(())
             }
             Some(EventType::ConsolidationRequested) => {
+                // The request covers what arrived before it in this run.
+                self.buffer_arrived().await?;
                 // Through the log, not `DomainEvent::decode`: the session
                 // is sealed and only the subject's key opens it.
                 let decoded =

@@ -96,6 +96,38 @@ async fn conversations_and_deletion_stay_within_tenant_and_subject(buffer: &dyn 
     assert_eq!(buffer.batch(&foreign, 10).await.unwrap().len(), 1);
 }
 
+async fn a_run_of_messages_is_added_at_once_with_each_conversation_counted(
+    buffer: &dyn MessageBuffer,
+) {
+    let (c1, c2) = (
+        conversation("t1", "s1", "chat"),
+        conversation("t1", "s2", ""),
+    );
+    let (a, b, c, d) = (
+        EventId::new(),
+        EventId::new(),
+        EventId::new(),
+        EventId::new(),
+    );
+    assert!(buffer.add_many(&[]).await.unwrap().is_empty());
+    buffer.add(&c1, a, 1).await.unwrap();
+    let waiting = buffer
+        .add_many(&[
+            (c1.clone(), b, 2),
+            (c2.clone(), c, 3),
+            // Redelivered, inside the run and from before it: counted once.
+            (c1.clone(), b, 2),
+            (c1.clone(), a, 1),
+            (c1.clone(), d, 4),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(waiting, vec![(c1.clone(), 3), (c2.clone(), 1)]);
+    assert_eq!(buffer.batch(&c1, 10).await.unwrap(), vec![a, b, d]);
+    assert_eq!(buffer.batch(&c2, 10).await.unwrap(), vec![c]);
+    assert_eq!(buffer.stats().await.unwrap().messages, 4);
+}
+
 macro_rules! buffer_cases {
     ($module:ident, $fixture:path) => {
         mod $module {
@@ -115,6 +147,14 @@ macro_rules! buffer_cases {
                 let (_guard, buffer) = $fixture().await;
                 super::idle_conversations_span_tenants_and_skip_finished_ones(buffer.as_ref())
                     .await;
+            }
+            #[tokio::test]
+            async fn a_run_of_messages_is_added_at_once_with_each_conversation_counted() {
+                let (_guard, buffer) = $fixture().await;
+                super::a_run_of_messages_is_added_at_once_with_each_conversation_counted(
+                    buffer.as_ref(),
+                )
+                .await;
             }
             #[tokio::test]
             async fn conversations_and_deletion_stay_within_tenant_and_subject() {
