@@ -999,6 +999,11 @@ async fn load(
                 }
                 probes.push(tokio::spawn(probe(shared.clone(), n, give_up)));
             }
+            // The probe's conversation ends with the load too, like the
+            // writers': its last messages are consolidated now, not after
+            // the idle timeout.
+            let path = format!("/v1/subjects/bench-{}-probe/consolidate", shared.run);
+            shared.post("consolidate", &path, &json!({})).await;
             probes
         })
     };
