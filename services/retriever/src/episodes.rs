@@ -416,6 +416,25 @@ impl EventHandler for EpisodeProjection {
             // Indexed by the read-ahead of an earlier delivery.
             return Ok(());
         }
+        let Some(subject) = &event.subject else {
+            return Err(HandlerError::Permanent("message without subject".into()));
+        };
+        // The key generation the turns are read under: an erasure that
+        // lands while they are embedded must not find its points written
+        // back after it deleted the subject's.
+        let cipher = self.log.cipher();
+        let Some(generation) = cipher
+            .live_generation(tenant, subject)
+            .await
+            .map_err(retryable)?
+        else {
+            // Erased before it was indexed: it must not be, now or later.
+            self.index
+                .delete(tenant, &[point_id(&event.event_id)])
+                .await
+                .map_err(retryable)?;
+            return Ok(());
+        };
         // The turn before (context) through the read-ahead.
         let read = self
             .log
@@ -438,7 +457,7 @@ impl EventHandler for EpisodeProjection {
         }
         let pairs = with_previous(&turns, version);
         index_episodes(
-            self.log.cipher(),
+            cipher,
             self.embedder.as_ref(),
             self.index.as_ref(),
             tenant,
@@ -446,6 +465,16 @@ impl EventHandler for EpisodeProjection {
         )
         .await
         .map_err(retryable)?;
+        let still = cipher
+            .live_generation(tenant, subject)
+            .await
+            .map_err(retryable)?;
+        if still != Some(generation) {
+            // Erased meanwhile: take back what was just written.
+            let ids: Vec<MemoryId> = pairs.iter().map(|(_, e)| e.point_id()).collect();
+            self.index.delete(tenant, &ids).await.map_err(retryable)?;
+            return Ok(());
+        }
         self.remember(tenant, &event.stream_id, last_read);
         Ok(())
     }

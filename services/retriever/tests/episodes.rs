@@ -26,10 +26,13 @@ use mnemo_vector_index::{
 
 const DIMENSION: usize = 64;
 
-/// The embedded index, counting writes.
+/// The embedded index, counting writes; set `erase_first`, and the next
+/// write lands just after an erasure of that subject (its key destroyed,
+/// its points deleted), as if the erasure ran while the batch was embedded.
 struct Counting {
     inner: EdgeVectorIndex,
     upserts: AtomicUsize,
+    erase_first: std::sync::Mutex<Option<(Arc<SubjectCipher>, SubjectId)>>,
 }
 
 #[async_trait]
@@ -39,6 +42,11 @@ impl VectorIndex for Counting {
     }
     async fn upsert(&self, tenant: &TenantId, points: Vec<Point>) -> Result<(), VectorIndexError> {
         self.upserts.fetch_add(1, Ordering::SeqCst);
+        let erase = self.erase_first.lock().unwrap().take();
+        if let Some((cipher, subject)) = erase {
+            cipher.destroy(tenant, &subject).await.unwrap();
+            self.inner.delete_subject(tenant, &subject).await?;
+        }
         self.inner.upsert(tenant, points).await
     }
     async fn update_payload(
@@ -110,6 +118,7 @@ impl Fixture {
         let index = Arc::new(Counting {
             inner: EdgeVectorIndex::open(&dir.path().join("vectors"), DIMENSION).unwrap(),
             upserts: AtomicUsize::new(0),
+            erase_first: std::sync::Mutex::new(None),
         });
         Fixture {
             _dir: dir,
@@ -299,4 +308,34 @@ async fn an_erased_message_is_never_indexed_and_reindex_writes_the_same_episodes
         .collect();
     assert_eq!(from_replay, live);
     assert_eq!(live.len(), 2);
+}
+
+#[tokio::test]
+async fn an_erasure_while_a_batch_is_embedded_leaves_none_of_its_points() {
+    let fixture = Fixture::new().await;
+    let subject = SubjectId::parse("eve").unwrap();
+    let events = fixture
+        .post(&subject, &["I keep bees.", "On the roof, since May."])
+        .await;
+    *fixture.index.erase_first.lock().unwrap() =
+        Some((fixture.log.cipher().clone(), subject.clone()));
+    let projection = fixture.projection();
+    for event in &events {
+        projection.handle(event).await.unwrap();
+    }
+    projection.flush().await.unwrap();
+    assert!(
+        fixture.index.erase_first.lock().unwrap().is_none(),
+        "the erasure ran during the write"
+    );
+    assert_eq!(
+        fixture
+            .index
+            .count(&fixture.tenant, Some(&subject))
+            .await
+            .unwrap(),
+        0,
+        "the points written after the erasure were taken back"
+    );
+    assert!(fixture.episodes("bees").await.is_empty());
 }
