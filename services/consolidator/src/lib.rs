@@ -75,8 +75,10 @@ struct Inner {
     /// The running workers, so a shutdown can stop them.
     tasks: std::sync::Mutex<tokio::task::JoinSet<()>>,
     /// Messages of the current run of records, buffered together at its
-    /// flush (or before a consolidation request that may concern them).
-    arrived: std::sync::Mutex<Vec<(Conversation, EventId, i64)>>,
+    /// flush (or before a consolidation request that may concern them),
+    /// each with the span of its record: the drain it schedules runs in
+    /// it, so its trace and logs name the record (and its partition).
+    arrived: std::sync::Mutex<Vec<((Conversation, EventId, i64), tracing::Span)>>,
 }
 
 fn retryable(error: PipelineError) -> HandlerError {
@@ -373,7 +375,9 @@ impl Consolidator {
         if arrived.is_empty() {
             return Ok(());
         }
-        let waiting = match self.pipeline().buffer.add_many(&arrived).await {
+        let messages: Vec<(Conversation, EventId, i64)> =
+            arrived.iter().map(|(message, _)| message.clone()).collect();
+        let waiting = match self.pipeline().buffer.add_many(&messages).await {
             Ok(waiting) => waiting,
             Err(error) => {
                 let mut kept = self.inner.arrived.lock().unwrap_or_else(|p| p.into_inner());
@@ -384,7 +388,15 @@ impl Consolidator {
         };
         for (conversation, count) in waiting {
             if count >= self.pipeline().policy(&conversation.tenant).batch_size {
-                self.schedule(conversation, Batches::Whole).await;
+                // The span of the conversation's latest message in the run.
+                let span = arrived
+                    .iter()
+                    .rev()
+                    .find(|((c, _, _), _)| *c == conversation)
+                    .map_or_else(tracing::Span::current, |(_, span)| span.clone());
+                self.schedule(conversation, Batches::Whole)
+                    .instrument(span)
+                    .await;
             }
         }
         Ok(())
@@ -417,7 +429,10 @@ impl EventHandler for Consolidator {
                     .arrived
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .push((conversation, event.event_id, event.global_position));
+                    .push((
+                        (conversation, event.event_id, event.global_position),
+                        tracing::Span::current(),
+                    ));
                 Ok(())
             }
             Some(EventType::ConsolidationRequested) => {
