@@ -78,8 +78,12 @@ struct Inner {
     /// flush (or before a consolidation request that may concern them),
     /// each with the span of its record: the drain it schedules runs in
     /// it, so its trace and logs name the record (and its partition).
-    arrived: std::sync::Mutex<Vec<((Conversation, EventId, i64), tracing::Span)>>,
+    arrived: std::sync::Mutex<Vec<Arrived>>,
 }
+
+/// A message of the current run, as the buffer takes it, and its record's
+/// span.
+type Arrived = ((Conversation, EventId, i64), tracing::Span);
 
 fn retryable(error: PipelineError) -> HandlerError {
     HandlerError::Retryable(error.to_string())
