@@ -57,6 +57,11 @@ impl InProcessBus {
     }
 }
 
+/// The records of topic `?1` that group `?2` has not committed, as `r`.
+const UNCOMMITTED: &str = "FROM bus_records r WHERE r.topic = ?1 AND r.\"offset\" >= \
+     COALESCE((SELECT next_offset FROM bus_offsets o WHERE o.group_id = ?2 \
+     AND o.topic = r.topic AND o.partition = r.partition), 0)";
+
 #[async_trait]
 impl Bus for InProcessBus {
     async fn publish(&self, topic: &str, records: Vec<OutgoingRecord>) -> Result<(), BusError> {
@@ -111,16 +116,12 @@ impl Bus for InProcessBus {
     async fn lag(&self, group: &str, topics: &[&str]) -> Result<u64, BusError> {
         let mut behind = 0;
         for topic in topics {
-            let count: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM bus_records r WHERE r.topic = ?1 AND r.\"offset\" >= \
-                 COALESCE((SELECT next_offset FROM bus_offsets o WHERE o.group_id = ?2 \
-                 AND o.topic = r.topic AND o.partition = r.partition), 0)",
-            )
-            .bind(topic)
-            .bind(group)
-            .fetch_one(&self.inner.pool)
-            .await
-            .map_err(backend)?;
+            let count: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) {UNCOMMITTED}"))
+                .bind(topic)
+                .bind(group)
+                .fetch_one(&self.inner.pool)
+                .await
+                .map_err(backend)?;
             behind += count.max(0) as u64;
         }
         Ok(behind)
@@ -133,16 +134,13 @@ impl Bus for InProcessBus {
     ) -> Result<Option<DateTime<Utc>>, BusError> {
         let mut oldest: Option<i64> = None;
         for topic in topics {
-            let published: Option<i64> = sqlx::query_scalar(
-                "SELECT MIN(r.published_at) FROM bus_records r WHERE r.topic = ?1 AND r.\"offset\" >= \
-                 COALESCE((SELECT next_offset FROM bus_offsets o WHERE o.group_id = ?2 \
-                 AND o.topic = r.topic AND o.partition = r.partition), 0)",
-            )
-            .bind(topic)
-            .bind(group)
-            .fetch_one(&self.inner.pool)
-            .await
-            .map_err(backend)?;
+            let published: Option<i64> =
+                sqlx::query_scalar(&format!("SELECT MIN(r.published_at) {UNCOMMITTED}"))
+                    .bind(topic)
+                    .bind(group)
+                    .fetch_one(&self.inner.pool)
+                    .await
+                    .map_err(backend)?;
             oldest = match (oldest, published) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),

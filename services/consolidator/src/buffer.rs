@@ -176,29 +176,10 @@ impl MessageBuffer for SqliteMessageBuffer {
         event_id: EventId,
         position: i64,
     ) -> Result<usize, BufferError> {
-        sqlx::query(
-            "INSERT OR IGNORE INTO consolidation_buffer (tenant_id, subject_id, session_id, event_id, position, buffered_at) \
-             VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(conversation.tenant.as_str())
-        .bind(conversation.subject.as_str())
-        .bind(&conversation.session)
-        .bind(event_id.to_string())
-        .bind(position)
-        .bind(Utc::now().timestamp_micros())
-        .execute(&self.pool)
-        .await
-        .map_err(failed)?;
-        let count: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM consolidation_buffer WHERE tenant_id = ? AND subject_id = ? AND session_id = ? AND done = 0",
-        )
-        .bind(conversation.tenant.as_str())
-        .bind(conversation.subject.as_str())
-        .bind(&conversation.session)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(failed)?;
-        Ok(count as usize)
+        let waiting = self
+            .add_many(&[(conversation.clone(), event_id, position)])
+            .await?;
+        Ok(waiting.first().map_or(0, |(_, count)| *count))
     }
 
     /// One transaction for the run: a write lock taken once, not once per
