@@ -87,11 +87,12 @@ pub async fn post_messages(
 ) -> Result<HttpResponse, ApiError> {
     principal.require_scope(Scope::MemoriesWrite)?;
     let body = body.into_inner();
+    state.admit_storage(&principal.tenant).await?;
     state
         .admit(&principal.tenant, body.messages.len() as u64)
         .await?;
     let text: usize = body.messages.iter().map(|m| m.content.len()).sum();
-    state.admit_storage(&principal.tenant, text as u64).await?;
+    let tenant = principal.tenant.clone();
     let accepted = write::ingest_messages(
         &state,
         MessagesRequest {
@@ -102,6 +103,7 @@ pub async fn post_messages(
         },
     )
     .await?;
+    state.count_storage(&tenant, text);
     let fresh = accepted.iter().filter(|m| !m.event.duplicate).count();
     let events: Vec<_> = accepted
         .iter()
@@ -143,12 +145,12 @@ pub async fn create_memory(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     principal.require_scope(Scope::MemoriesWrite)?;
+    state.admit_storage(&principal.tenant).await?;
+    state.admit_memory(&principal.tenant, &subject).await?;
     state.admit(&principal.tenant, 0).await?;
     let input = body.into_inner();
-    state
-        .admit_storage(&principal.tenant, input.content.len() as u64)
-        .await?;
-    state.admit_memory(&principal.tenant, &subject).await?;
+    let tenant = principal.tenant.clone();
+    let text = input.content.len();
     let memory = write::create_memory(
         &state,
         NewMemoryRequest {
@@ -166,6 +168,7 @@ pub async fn create_memory(
         },
     )
     .await?;
+    state.count_storage(&tenant, text);
     Ok(memory_response(
         HttpResponse::Created().insert_header(("Location", format!("/v1/memories/{}", memory.id))),
         &memory,
@@ -191,10 +194,10 @@ pub async fn revise_memory(
     state: web::Data<IngestState>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    state.admit_storage(&principal.tenant).await?;
     state.admit(&principal.tenant, 0).await?;
     let input = body.into_inner();
     let text = input.content.as_ref().map_or(0, String::len);
-    state.admit_storage(&principal.tenant, text as u64).await?;
     let memory = write::revise_memory(
         &state,
         ReviseRequest {
@@ -211,6 +214,7 @@ pub async fn revise_memory(
         },
     )
     .await?;
+    state.count_storage(&principal.tenant, text);
     Ok(memory_response(&mut HttpResponse::Ok(), &memory))
 }
 

@@ -76,10 +76,12 @@ impl IngestState {
         Ok(())
     }
 
-    /// Lets a write that grows the tenant's log by about `adds` bytes (the
-    /// text it carries) through, or refuses it (429) when the tenant's
-    /// events take its `storage_bytes` already.
-    pub async fn admit_storage(&self, tenant: &TenantId, adds: u64) -> Result<(), ApiError> {
+    /// Lets a write that grows the tenant's log through, or refuses it
+    /// (429) when the tenant's events take its `storage_bytes` already.
+    /// Asked before [`IngestState::admit`], so a refused batch of messages
+    /// is not counted against the day; once the write is admitted,
+    /// [`IngestState::count_storage`] adds its text to the figure.
+    pub async fn admit_storage(&self, tenant: &TenantId) -> Result<(), ApiError> {
         let Some(limit) = self.quotas.policy(tenant).storage_bytes else {
             return Ok(());
         };
@@ -99,8 +101,15 @@ impl IngestState {
         if used >= limit {
             return Err(self.refuse(quota::Refusal::StorageBytes { limit }));
         }
-        self.quotas.add_storage(tenant, adds);
         Ok(())
+    }
+
+    /// Counts an admitted write's text (about what it adds to the log)
+    /// against the tenant's storage figure until the log is read again.
+    pub fn count_storage(&self, tenant: &TenantId, adds: usize) {
+        if self.quotas.policy(tenant).storage_bytes.is_some() {
+            self.quotas.add_storage(tenant, adds as u64);
+        }
     }
 
     /// Lets a new memory of `subject` through, or refuses it (429) when
