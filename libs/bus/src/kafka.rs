@@ -297,15 +297,13 @@ impl Bus for KafkaBus {
     }
 
     async fn lag(&self, group: &str, topics: &[&str]) -> Result<u64, BusError> {
-        let config = self.inner.config.clone();
-        let (group, topics): (String, Vec<String>) = (
-            group.to_owned(),
-            topics.iter().map(|t| config.qualified(t)).collect(),
-        );
-        // Metadata, offset and watermark requests block on the brokers.
-        tokio::task::spawn_blocking(move || group_lag(&config, &group, &topics))
-            .await
-            .map_err(|error| BusError::Backend(format!("lag task failed: {error}")))?
+        self.inspect_group(group, topics, |consumer, topics| {
+            Ok(group_positions(consumer, topics)?
+                .iter()
+                .map(|(_, _, from, high)| (high - from).max(0) as u64)
+                .sum())
+        })
+        .await
     }
 
     async fn oldest_unprocessed(
@@ -313,25 +311,44 @@ impl Bus for KafkaBus {
         group: &str,
         topics: &[&str],
     ) -> Result<Option<DateTime<Utc>>, BusError> {
-        let config = self.inner.config.clone();
-        let (group, topics): (String, Vec<String>) = (
-            group.to_owned(),
-            topics.iter().map(|t| config.qualified(t)).collect(),
-        );
-        tokio::task::spawn_blocking(move || group_oldest(&config, &group, &topics))
-            .await
-            .map_err(|error| BusError::Backend(format!("lag task failed: {error}")))?
+        self.inspect_group(group, topics, first_uncommitted).await
     }
 }
 
-/// How long one broker request of [`group_lag`] may take.
+impl KafkaBus {
+    /// Runs `inspect` on the blocking pool (metadata, offset, watermark and
+    /// fetch requests block on the brokers) with a consumer carrying
+    /// `group`'s id and the qualified `topics`. The consumer only reads
+    /// the group's committed offsets: it never subscribes, so it never
+    /// joins the group nor moves a partition, and it never commits.
+    async fn inspect_group<T: Send + 'static>(
+        &self,
+        group: &str,
+        topics: &[&str],
+        inspect: impl FnOnce(&BaseConsumer, &[String]) -> Result<T, BusError> + Send + 'static,
+    ) -> Result<T, BusError> {
+        let config = self.inner.config.clone();
+        let group = group.to_owned();
+        let topics: Vec<String> = topics.iter().map(|t| config.qualified(t)).collect();
+        tokio::task::spawn_blocking(move || {
+            let consumer: BaseConsumer =
+                config.consumer_config(&group).create().map_err(backend)?;
+            let result = inspect(&consumer, &topics);
+            drop_off_runtime(consumer);
+            result
+        })
+        .await
+        .map_err(|error| BusError::Backend(format!("lag task failed: {error}")))?
+    }
+}
+
+/// How long one broker request of a group inspection may take.
 const LAG_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Each partition of `topics` with the offset `group` reads from next (its
-/// committed offset, or the low watermark without a commit) and its high
-/// watermark. The consumer carries the group's id only to fetch its
-/// committed offsets: it never subscribes, so it never joins the group nor
-/// moves a partition.
+/// Each partition of `topics` with the offset the consumer's group reads
+/// from next (its committed offset, or the low watermark without a commit)
+/// and its high watermark: the lag is Σ (high − next), as
+/// `kafka-consumer-groups --describe` computes it.
 fn group_positions(
     consumer: &BaseConsumer,
     topics: &[String],
@@ -363,34 +380,10 @@ fn group_positions(
     Ok(positions)
 }
 
-/// Σ over the topics' partitions of (high watermark − committed offset), as
-/// `kafka-consumer-groups --describe` computes it.
-fn group_lag(config: &KafkaConfig, group: &str, topics: &[String]) -> Result<u64, BusError> {
-    let consumer: BaseConsumer = config.consumer_config(group).create().map_err(backend)?;
-    let positions = group_positions(&consumer, topics);
-    drop_off_runtime(consumer);
-    Ok(positions?
-        .iter()
-        .map(|(_, _, from, high)| (high - from).max(0) as u64)
-        .sum())
-}
-
 /// The earliest publish time (the records' create timestamps) among the
-/// first uncommitted record of each partition `group` is behind on. The
-/// consumer is assigned those offsets by hand and never commits: the
-/// group's members and offsets are untouched. A partition whose record does
-/// not arrive within [`LAG_TIMEOUT`] is left out of the answer.
-fn group_oldest(
-    config: &KafkaConfig,
-    group: &str,
-    topics: &[String],
-) -> Result<Option<DateTime<Utc>>, BusError> {
-    let consumer: BaseConsumer = config.consumer_config(group).create().map_err(backend)?;
-    let result = first_uncommitted(&consumer, topics);
-    drop_off_runtime(consumer);
-    result
-}
-
+/// first uncommitted record of each partition the consumer's group is
+/// behind on, which the consumer is assigned by hand. A partition whose
+/// record does not arrive within [`LAG_TIMEOUT`] is left out of the answer.
 fn first_uncommitted(
     consumer: &BaseConsumer,
     topics: &[String],

@@ -152,34 +152,26 @@ struct Client {
 
 impl Client {
     async fn post(&self, path: &str, body: &Value) -> anyhow::Result<Value> {
-        let response = self
-            .http
-            .post(format!("{}{path}", self.url))
-            .bearer_auth(&self.token)
-            .json(body)
-            .send()
-            .await
-            .with_context(|| format!("POST {path}"))?;
-        let status = response.status();
-        let answer: Value = response.json().await.unwrap_or(Value::Null);
-        if !status.is_success() {
-            bail!("POST {path}: {status} {answer}");
-        }
-        Ok(answer)
+        let request = self.http.post(format!("{}{path}", self.url)).json(body);
+        self.send(request, &format!("POST {path}")).await
     }
 
     async fn get(&self, path: &str) -> anyhow::Result<Value> {
-        let response = self
-            .http
-            .get(format!("{}{path}", self.url))
+        let request = self.http.get(format!("{}{path}", self.url));
+        self.send(request, &format!("GET {path}")).await
+    }
+
+    /// The answer's JSON, or an error naming `what` and the status.
+    async fn send(&self, request: reqwest::RequestBuilder, what: &str) -> anyhow::Result<Value> {
+        let response = request
             .bearer_auth(&self.token)
             .send()
             .await
-            .with_context(|| format!("GET {path}"))?;
+            .with_context(|| what.to_owned())?;
         let status = response.status();
         let answer: Value = response.json().await.unwrap_or(Value::Null);
         if !status.is_success() {
-            bail!("GET {path}: {status} {answer}");
+            bail!("{what}: {status} {answer}");
         }
         Ok(answer)
     }
