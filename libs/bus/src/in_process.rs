@@ -5,7 +5,7 @@
 //! instance of each service), and a second member is refused rather than
 //! silently given duplicate deliveries.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -180,6 +180,7 @@ impl Bus for InProcessBus {
             group: group.to_owned(),
             positions,
             cursor: 0,
+            fetched: VecDeque::new(),
             published: self.inner.published.subscribe(),
         }))
     }
@@ -192,8 +193,16 @@ struct InProcessSubscription {
     positions: Vec<(String, i32, i64)>,
     /// Round-robin start, so one busy partition cannot starve the others.
     cursor: usize,
+    /// Records read ahead from one partition and not delivered yet: one
+    /// query per [`FETCH`] records instead of one per record (the positions
+    /// are already past them; a new subscription starts again from the
+    /// committed offsets, so nothing read ahead is lost).
+    fetched: VecDeque<Delivery>,
     published: watch::Receiver<u64>,
 }
+
+/// Records read from a partition in one query at most.
+const FETCH: i64 = 128;
 
 impl Drop for InProcessSubscription {
     fn drop(&mut self) {
@@ -205,36 +214,46 @@ impl Drop for InProcessSubscription {
 
 impl InProcessSubscription {
     async fn try_next(&mut self) -> Result<Option<Delivery>, BusError> {
+        if let Some(delivery) = self.fetched.pop_front() {
+            return Ok(Some(delivery));
+        }
         let count = self.positions.len();
         for step in 0..count {
             let index = (self.cursor + step) % count;
             let (topic, partition, offset) = &self.positions[index];
-            let row = sqlx::query(
+            let rows = sqlx::query(
                 "SELECT \"offset\", record_key, payload, headers FROM bus_records \
-                 WHERE topic = ? AND partition = ? AND \"offset\" >= ? ORDER BY \"offset\" LIMIT 1",
+                 WHERE topic = ? AND partition = ? AND \"offset\" >= ? ORDER BY \"offset\" LIMIT ?",
             )
             .bind(topic)
             .bind(partition)
             .bind(offset)
-            .fetch_optional(&self.bus.pool)
+            .bind(FETCH)
+            .fetch_all(&self.bus.pool)
             .await
             .map_err(backend)?;
-            if let Some(row) = row {
-                let found: i64 = row.get("offset");
+            let Some(last) = rows.last().map(|row| row.get::<i64, _>("offset")) else {
+                continue;
+            };
+            // Decoded whole before any is kept: a bad record leaves the
+            // partition where it was.
+            let mut deliveries = Vec::with_capacity(rows.len());
+            for row in rows {
                 let headers: String = row.get("headers");
-                let delivery = Delivery {
+                deliveries.push(Delivery {
                     topic: topic.clone(),
                     partition: *partition,
-                    offset: found,
+                    offset: row.get("offset"),
                     key: row.get("record_key"),
                     payload: row.get("payload"),
                     headers: serde_json::from_str(&headers)
                         .map_err(|e| BusError::Backend(e.to_string()))?,
-                };
-                self.positions[index].2 = found + 1;
-                self.cursor = (index + 1) % count;
-                return Ok(Some(delivery));
+                });
             }
+            self.fetched.extend(deliveries);
+            self.positions[index].2 = last + 1;
+            self.cursor = (index + 1) % count;
+            return Ok(self.fetched.pop_front());
         }
         Ok(None)
     }

@@ -51,6 +51,14 @@ pub struct AppendResult {
     pub stream_version: u64,
 }
 
+/// One stream's events in an [`EventStore::append_streams`].
+#[derive(Debug, Clone)]
+pub struct StreamAppend {
+    pub stream_id: String,
+    pub expected: ExpectedVersion,
+    pub events: Vec<NewEvent>,
+}
+
 /// Filters for the audit query; all optional and combined with AND.
 #[derive(Debug, Clone, Default)]
 pub struct EventQuery {
@@ -111,6 +119,19 @@ pub trait EventStore: Send + Sync + 'static {
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
     ) -> Result<AppendResult, EventStoreError>;
+
+    /// Appends to several streams of one tenant in one transaction: every
+    /// event or none. Each stream follows [`EventStore::append`]'s rules
+    /// (duplicates reported, `expected` checked) and sees the appends
+    /// before it, so one stream may appear twice. One result per append,
+    /// in order. What one unit of work writes across streams (a
+    /// consolidated batch: its memories, reviews, relations and record)
+    /// commits once instead of once per stream.
+    async fn append_streams(
+        &self,
+        tenant: &TenantId,
+        appends: Vec<StreamAppend>,
+    ) -> Result<Vec<AppendResult>, EventStoreError>;
 
     /// A stream's events in version order (empty when it does not exist).
     async fn read_stream(
@@ -194,6 +215,73 @@ pub trait EventStore: Send + Sync + 'static {
     /// Returns once the head is past `after_position` or the timeout passed,
     /// so the relay can sleep without polling hard.
     async fn wait_for_append(&self, after_position: i64, timeout: Duration);
+}
+
+/// What an append to one stream may do, given each event's row when its
+/// id is in the stream already (`existing`: position and version) and the
+/// stream's current version: `Ok(Some(result))` when every event is a
+/// duplicate (nothing to write, whatever `expected` says, so a retried
+/// request is harmless), `Ok(None)` to write the new ones, or the
+/// conflict. Both adapters decide by this one rule.
+pub(crate) fn check_stream(
+    stream_id: &str,
+    expected: ExpectedVersion,
+    events: &[NewEvent],
+    existing: &[Option<(i64, u64)>],
+    current: u64,
+) -> Result<Option<AppendResult>, EventStoreError> {
+    if existing.iter().all(Option::is_some) {
+        let events = events
+            .iter()
+            .zip(existing)
+            .map(|(event, found)| {
+                let (position, version) = found.expect("checked above");
+                AppendedEvent {
+                    event_id: event.event_id,
+                    global_position: position,
+                    stream_version: version,
+                    duplicate: true,
+                }
+            })
+            .collect();
+        return Ok(Some(AppendResult {
+            events,
+            stream_version: current,
+        }));
+    }
+    let conflict = || EventStoreError::Conflict {
+        stream_id: stream_id.to_owned(),
+        expected,
+        actual: current,
+    };
+    let some_duplicates = existing.iter().any(Option::is_some);
+    match expected {
+        ExpectedVersion::Any => Ok(None),
+        // A partial retry under a version check cannot be told apart from
+        // a racing writer: refuse rather than guess.
+        _ if some_duplicates => Err(conflict()),
+        ExpectedVersion::NoStream if current != 0 => Err(conflict()),
+        ExpectedVersion::Exact(version) if version != current => Err(conflict()),
+        _ => Ok(None),
+    }
+}
+
+/// What every append refuses before it touches the store: nothing to
+/// append, or subject data in clear.
+pub(crate) fn check_appends(appends: &[StreamAppend]) -> Result<(), EventStoreError> {
+    if appends.is_empty() || appends.iter().any(|a| a.events.is_empty()) {
+        return Err(EventStoreError::EmptyAppend);
+    }
+    let clear = appends
+        .iter()
+        .flat_map(|a| &a.events)
+        .find(|e| holds_clear_subject_data(e));
+    if let Some(event) = clear {
+        return Err(EventStoreError::UnsealedPayload {
+            event_type: event.event_type.clone(),
+        });
+    }
+    Ok(())
 }
 
 /// `ids` without repeats, in their first order: what

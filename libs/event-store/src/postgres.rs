@@ -41,6 +41,7 @@ use tokio::task::JoinHandle;
 
 use crate::{
     AppendResult, AppendedEvent, EventQuery, EventStore, EventStoreError, ExpectedVersion,
+    StreamAppend,
 };
 
 /// How often `wait_for_append` looks at the head when nothing woke it.
@@ -121,8 +122,8 @@ fn unique_violation(error: &sqlx::Error) -> Option<String> {
     }
 }
 
-enum Attempt {
-    Done(AppendResult),
+enum Attempt<T> {
+    Done(T),
     /// Another transaction inserted one of our event ids after we looked:
     /// look again (it is either ours to report as a duplicate, or another
     /// tenant's and the id is taken).
@@ -192,16 +193,14 @@ impl PostgresEventStore {
         rows.iter().map(Self::decode_row).collect()
     }
 
-    // One function on purpose: the stream's advisory lock, the idempotency
-    // and version checks and the inserts must share one transaction (its
+    // One transaction on purpose: the streams' advisory locks, the
+    // idempotency and version checks and the inserts must share it (its
     // xid is the events' position), which a split would hand around.
     async fn try_append(
         &self,
         tenant: &TenantId,
-        stream_id: &str,
-        expected: ExpectedVersion,
-        events: &[NewEvent],
-    ) -> Result<Attempt, EventStoreError> {
+        appends: &[StreamAppend],
+    ) -> Result<Attempt<Vec<AppendResult>>, EventStoreError> {
         let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
         // Appends to one stream take turns (the lock ends with the
         // transaction). Without it two `Any` appends would both compute the
@@ -209,124 +208,35 @@ impl PostgresEventStore {
         // below is the truth, and a stale `Exact` reports the actual one.
         // Length-prefixed, so ("ab", "c") and ("a", "bc") are different keys
         // (text cannot hold a NUL separator); a hash collision only makes
-        // two streams take turns.
-        sqlx::query(
-            "SELECT pg_advisory_xact_lock(hashtextextended(length($1) || ':' || $1 || $2, 0))",
-        )
-        .bind(tenant.as_str())
-        .bind(stream_id)
-        .execute(&mut *tx)
-        .await
-        .map_err(backend)?;
-
-        let mut existing = Vec::with_capacity(events.len());
-        for event in events {
-            // Row-level security shows only this tenant's rows: an id taken
-            // by another tenant is found by the unique index at insert time.
-            let row = sqlx::query(
-                "SELECT stream_id, global_position, stream_version FROM events \
-                 WHERE tenant_id = $1 AND event_id = $2",
+        // two streams take turns. Several streams are locked in one order
+        // (sorted, once each), so two multi-stream appends cannot deadlock.
+        let streams: std::collections::BTreeSet<&str> =
+            appends.iter().map(|a| a.stream_id.as_str()).collect();
+        for stream_id in streams {
+            sqlx::query(
+                "SELECT pg_advisory_xact_lock(hashtextextended(length($1) || ':' || $1 || $2, 0))",
             )
             .bind(tenant.as_str())
-            .bind(event.event_id.to_string())
-            .fetch_optional(&mut *tx)
+            .bind(stream_id)
+            .execute(&mut *tx)
             .await
             .map_err(backend)?;
-            let found = match row {
-                Some(row) => {
-                    let row_stream: String = row.get("stream_id");
-                    if row_stream != stream_id {
-                        return Err(EventStoreError::EventIdTaken(event.event_id));
-                    }
-                    let position: i64 = row.get("global_position");
-                    let version: i64 = row.get("stream_version");
-                    Some((position, version as u64))
-                }
-                None => None,
-            };
-            existing.push(found);
         }
-
-        let current: i64 = sqlx::query_scalar(
-            "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE tenant_id = $1 AND stream_id = $2",
-        )
-        .bind(tenant.as_str())
-        .bind(stream_id)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(backend)?;
-        let current = current as u64;
-
-        if existing.iter().all(Option::is_some) {
-            let events = events
-                .iter()
-                .zip(&existing)
-                .map(|(event, found)| {
-                    let (position, version) = found.expect("checked above");
-                    AppendedEvent {
-                        event_id: event.event_id,
-                        global_position: position,
-                        stream_version: version,
-                        duplicate: true,
-                    }
-                })
-                .collect();
-            return Ok(Attempt::Done(AppendResult {
-                events,
-                stream_version: current,
-            }));
-        }
-
-        let conflict = || EventStoreError::Conflict {
-            stream_id: stream_id.to_owned(),
-            expected,
-            actual: current,
-        };
-        let some_duplicates = existing.iter().any(Option::is_some);
-        match expected {
-            ExpectedVersion::Any => {}
-            // A partial retry under a version check cannot be told apart from
-            // a racing writer: refuse rather than guess.
-            _ if some_duplicates => return Err(conflict()),
-            ExpectedVersion::NoStream if current != 0 => return Err(conflict()),
-            ExpectedVersion::Exact(version) if version != current => return Err(conflict()),
-            _ => {}
-        }
-
         let now = Utc::now();
-        let mut version = current;
-        let mut appended = Vec::with_capacity(events.len());
-        for (event, found) in events.iter().zip(&existing) {
-            if let Some((position, existing_version)) = found {
-                appended.push(AppendedEvent {
-                    event_id: event.event_id,
-                    global_position: *position,
-                    stream_version: *existing_version,
-                    duplicate: true,
-                });
-                continue;
+        let mut results = Vec::with_capacity(appends.len());
+        for append in appends {
+            match append_in(&mut tx, tenant, append, now).await? {
+                Attempt::Done(result) => results.push(result),
+                Attempt::EventIdRaced(id) => return Ok(Attempt::EventIdRaced(id)),
             }
-            version += 1;
-            let inserted = insert(&mut tx, tenant, stream_id, version, event, now).await;
-            let position = match inserted {
-                Ok(position) => position,
-                Err(error) => {
-                    return match unique_violation(&error).as_deref() {
-                        Some("events_event_id_key") => Ok(Attempt::EventIdRaced(event.event_id)),
-                        Some(_) => Err(conflict()),
-                        None => Err(backend(error)),
-                    }
-                }
-            };
-            appended.push(AppendedEvent {
-                event_id: event.event_id,
-                global_position: position,
-                stream_version: version,
-                duplicate: false,
-            });
         }
         tx.commit().await.map_err(backend)?;
-        if let Some(last) = appended.iter().map(|e| e.global_position).max() {
+        let last = results
+            .iter()
+            .flat_map(|result| &result.events)
+            .map(|e| e.global_position)
+            .max();
+        if let Some(last) = last {
             self.head.send_if_modified(|head| {
                 let moved = last > *head;
                 if moved {
@@ -335,10 +245,7 @@ impl PostgresEventStore {
                 moved
             });
         }
-        Ok(Attempt::Done(AppendResult {
-            events: appended,
-            stream_version: version,
-        }))
+        Ok(Attempt::Done(results))
     }
 
     async fn tenant_rows(
@@ -351,6 +258,102 @@ impl PostgresEventStore {
         tx.commit().await.map_err(backend)?;
         Ok(rows)
     }
+}
+
+/// One stream's part of an append, inside the caller's transaction (its
+/// advisory lock held): the idempotency and version checks, then the
+/// inserts.
+async fn append_in(
+    tx: &mut PgConnection,
+    tenant: &TenantId,
+    append: &StreamAppend,
+    now: DateTime<Utc>,
+) -> Result<Attempt<AppendResult>, EventStoreError> {
+    let stream_id = append.stream_id.as_str();
+    let expected = append.expected;
+    let events = &append.events;
+    let mut existing = Vec::with_capacity(events.len());
+    for event in events {
+        // Row-level security shows only this tenant's rows: an id taken
+        // by another tenant is found by the unique index at insert time.
+        let row = sqlx::query(
+            "SELECT stream_id, global_position, stream_version FROM events \
+             WHERE tenant_id = $1 AND event_id = $2",
+        )
+        .bind(tenant.as_str())
+        .bind(event.event_id.to_string())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(backend)?;
+        let found = match row {
+            Some(row) => {
+                let row_stream: String = row.get("stream_id");
+                if row_stream != stream_id {
+                    return Err(EventStoreError::EventIdTaken(event.event_id));
+                }
+                let position: i64 = row.get("global_position");
+                let version: i64 = row.get("stream_version");
+                Some((position, version as u64))
+            }
+            None => None,
+        };
+        existing.push(found);
+    }
+
+    let current: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(MAX(stream_version), 0) FROM events WHERE tenant_id = $1 AND stream_id = $2",
+    )
+    .bind(tenant.as_str())
+    .bind(stream_id)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(backend)?;
+    let current = current as u64;
+
+    if let Some(result) = crate::check_stream(stream_id, expected, events, &existing, current)? {
+        return Ok(Attempt::Done(result));
+    }
+    let conflict = || EventStoreError::Conflict {
+        stream_id: stream_id.to_owned(),
+        expected,
+        actual: current,
+    };
+
+    let mut version = current;
+    let mut appended = Vec::with_capacity(events.len());
+    for (event, found) in events.iter().zip(&existing) {
+        if let Some((position, existing_version)) = found {
+            appended.push(AppendedEvent {
+                event_id: event.event_id,
+                global_position: *position,
+                stream_version: *existing_version,
+                duplicate: true,
+            });
+            continue;
+        }
+        version += 1;
+        let inserted = insert(&mut *tx, tenant, stream_id, version, event, now).await;
+        let position = match inserted {
+            Ok(position) => position,
+            Err(error) => {
+                return match unique_violation(&error).as_deref() {
+                    Some("events_event_id_key") => Ok(Attempt::EventIdRaced(event.event_id)),
+                    Some(_) => Err(conflict()),
+                    None => Err(backend(error)),
+                }
+            }
+        };
+        appended.push(AppendedEvent {
+            event_id: event.event_id,
+            global_position: position,
+            stream_version: version,
+            duplicate: false,
+        });
+    }
+    Ok(Attempt::Done(AppendResult {
+        events: appended,
+        stream_version: version,
+    }))
 }
 
 async fn insert(
@@ -391,31 +394,36 @@ impl EventStore for PostgresEventStore {
         expected: ExpectedVersion,
         events: Vec<NewEvent>,
     ) -> Result<AppendResult, EventStoreError> {
-        if events.is_empty() {
-            return Err(EventStoreError::EmptyAppend);
-        }
-        if let Some(event) = events.iter().find(|e| crate::holds_clear_subject_data(e)) {
-            return Err(EventStoreError::UnsealedPayload {
-                event_type: event.event_type.clone(),
-            });
-        }
-        match self
-            .try_append(tenant, stream_id, expected, &events)
-            .await?
-        {
-            Attempt::Done(result) => Ok(result),
+        let mut results = self
+            .append_streams(
+                tenant,
+                vec![StreamAppend {
+                    stream_id: stream_id.to_owned(),
+                    expected,
+                    events,
+                }],
+            )
+            .await?;
+        results
+            .pop()
+            .ok_or_else(|| EventStoreError::Corrupt("no result for an append of one stream".into()))
+    }
+
+    async fn append_streams(
+        &self,
+        tenant: &TenantId,
+        appends: Vec<StreamAppend>,
+    ) -> Result<Vec<AppendResult>, EventStoreError> {
+        crate::check_appends(&appends)?;
+        match self.try_append(tenant, &appends).await? {
+            Attempt::Done(results) => Ok(results),
             // Looked again under the same rules: a racing retry of our own is
             // now visible and reported as a duplicate.
-            Attempt::EventIdRaced(_) => {
-                match self
-                    .try_append(tenant, stream_id, expected, &events)
-                    .await?
-                {
-                    Attempt::Done(result) => Ok(result),
-                    // Still invisible yet taken: another tenant owns the id.
-                    Attempt::EventIdRaced(taken) => Err(EventStoreError::EventIdTaken(taken)),
-                }
-            }
+            Attempt::EventIdRaced(_) => match self.try_append(tenant, &appends).await? {
+                Attempt::Done(results) => Ok(results),
+                // Still invisible yet taken: another tenant owns the id.
+                Attempt::EventIdRaced(taken) => Err(EventStoreError::EventIdTaken(taken)),
+            },
         }
     }
 

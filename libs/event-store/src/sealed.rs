@@ -88,6 +88,36 @@ impl SealedLog {
         expected: ExpectedVersion,
         events: Vec<Pending>,
     ) -> Result<AppendResult, LogError> {
+        let sealed = self.seal(tenant, events).await?;
+        Ok(self
+            .store
+            .append(tenant, stream_id, expected, sealed)
+            .await?)
+    }
+
+    /// Seals, then appends to several streams in one transaction (see
+    /// [`EventStore::append_streams`]): `(stream, expected, events)` each.
+    pub async fn append_streams(
+        &self,
+        tenant: &TenantId,
+        appends: Vec<(String, ExpectedVersion, Vec<Pending>)>,
+    ) -> Result<Vec<AppendResult>, LogError> {
+        let mut sealed = Vec::with_capacity(appends.len());
+        for (stream_id, expected, events) in appends {
+            sealed.push(crate::StreamAppend {
+                stream_id,
+                expected,
+                events: self.seal(tenant, events).await?,
+            });
+        }
+        Ok(self.store.append_streams(tenant, sealed).await?)
+    }
+
+    async fn seal(
+        &self,
+        tenant: &TenantId,
+        events: Vec<Pending>,
+    ) -> Result<Vec<NewEvent>, LogError> {
         let mut sealed = Vec::with_capacity(events.len());
         for pending in events {
             let mut payload = pending.event.to_payload();
@@ -109,10 +139,7 @@ impl SealedLog {
                 metadata: pending.metadata,
             });
         }
-        Ok(self
-            .store
-            .append(tenant, stream_id, expected, sealed)
-            .await?)
+        Ok(sealed)
     }
 
     /// [`SealedLog::append`] of a single event: most writes are one event,

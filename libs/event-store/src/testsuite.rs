@@ -10,7 +10,7 @@ use chrono::{Duration, Utc};
 use mnemo_domain::{EventId, EventMetadata, NewEvent, SubjectId, TenantId};
 use serde_json::json;
 
-use crate::{EventQuery, EventStore, EventStoreError, ExpectedVersion};
+use crate::{EventQuery, EventStore, EventStoreError, ExpectedVersion, StreamAppend};
 
 pub fn tenant(name: &str) -> TenantId {
     TenantId::parse(name).unwrap()
@@ -781,6 +781,154 @@ where
     assert_eq!(got[0].stream_version, 1_200);
 }
 
+fn stream_append(
+    stream_id: &str,
+    expected: ExpectedVersion,
+    events: Vec<NewEvent>,
+) -> StreamAppend {
+    StreamAppend {
+        stream_id: stream_id.to_owned(),
+        expected,
+        events,
+    }
+}
+
+pub async fn appends_to_several_streams_all_or_nothing<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    // What a consolidated batch writes: memories on their own streams and
+    // the batch's record, in one transaction.
+    let store = open().await;
+    let t = tenant("t-streams");
+    let s = subject("s-streams");
+    let head = store.head_position().await.unwrap();
+    let (a1, a2, b1, c1) = (
+        event("MemoryCreated", Some(&s), "c"),
+        event("MemoryReinforced", Some(&s), "c"),
+        event("MemoryCreated", Some(&s), "c"),
+        event("BatchConsolidated", Some(&s), "c"),
+    );
+    let results = store
+        .append_streams(
+            &t,
+            vec![
+                stream_append("memory-a", ExpectedVersion::NoStream, vec![a1.clone()]),
+                stream_append("memory-b", ExpectedVersion::Any, vec![b1.clone()]),
+                // The same stream again sees the append before it.
+                stream_append("memory-a", ExpectedVersion::Exact(1), vec![a2.clone()]),
+                stream_append("consolidation-s", ExpectedVersion::Any, vec![c1.clone()]),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        results.iter().map(|r| r.stream_version).collect::<Vec<_>>(),
+        [1, 1, 2, 1]
+    );
+    let positions: Vec<i64> = results
+        .iter()
+        .flat_map(|r| &r.events)
+        .map(|e| e.global_position)
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+    let a: Vec<EventId> = store
+        .read_stream(&t, "memory-a")
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.event_id)
+        .collect();
+    assert_eq!(a, [a1.event_id, a2.event_id]);
+    wait_for_head(store.as_ref(), *positions.last().unwrap()).await;
+    let all: Vec<EventId> = store
+        .read_all(head, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.event_id)
+        .collect();
+    assert_eq!(all, [a1.event_id, b1.event_id, a2.event_id, c1.event_id]);
+
+    // A retry of the whole is reported as duplicates and writes nothing.
+    let retry = store
+        .append_streams(
+            &t,
+            vec![
+                stream_append("memory-a", ExpectedVersion::Any, vec![a1.clone(), a2]),
+                stream_append("memory-b", ExpectedVersion::Any, vec![b1]),
+            ],
+        )
+        .await
+        .unwrap();
+    assert!(retry.iter().flat_map(|r| &r.events).all(|e| e.duplicate));
+
+    // One stream's refusal refuses the whole: nothing of the other lands.
+    let fresh = event("MemoryCreated", Some(&s), "c");
+    let refused = store
+        .append_streams(
+            &t,
+            vec![
+                stream_append("memory-c", ExpectedVersion::Any, vec![fresh.clone()]),
+                stream_append(
+                    "memory-a",
+                    ExpectedVersion::NoStream,
+                    vec![event("MemoryArchived", Some(&s), "c")],
+                ),
+            ],
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(EventStoreError::Conflict { .. })),
+        "{refused:?}"
+    );
+    assert!(store.read_stream(&t, "memory-c").await.unwrap().is_empty());
+    assert!(store
+        .get_event(&t, &fresh.event_id)
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(store.read_stream(&t, "memory-a").await.unwrap().len(), 2);
+
+    // The rules of a single append hold for each part.
+    let unsealed = NewEvent {
+        payload: json!({"content": {"$text": "in clear"}}),
+        ..event("MemoryCreated", Some(&s), "c")
+    };
+    let refused = store
+        .append_streams(
+            &t,
+            vec![
+                stream_append("memory-d", ExpectedVersion::Any, vec![fresh.clone()]),
+                stream_append("memory-e", ExpectedVersion::Any, vec![unsealed]),
+            ],
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(EventStoreError::UnsealedPayload { .. })),
+        "{refused:?}"
+    );
+    assert!(store
+        .get_event(&t, &fresh.event_id)
+        .await
+        .unwrap()
+        .is_none());
+    assert!(matches!(
+        store.append_streams(&t, Vec::new()).await,
+        Err(EventStoreError::EmptyAppend)
+    ));
+    assert!(matches!(
+        store
+            .append_streams(
+                &t,
+                vec![stream_append("memory-f", ExpectedVersion::Any, Vec::new())]
+            )
+            .await,
+        Err(EventStoreError::EmptyAppend)
+    ));
+}
+
 /// Expands to one `#[tokio::test]` per contract case. `$open` is an async
 /// closure-like expression `|| async { ... }` returning `Arc<dyn EventStore>`
 /// over storage that is fresh per test but the same across calls in a test;
@@ -802,6 +950,7 @@ macro_rules! event_store_contract_tests {
             read_all_skips_nothing_while_writers_race,
             concurrent_retries_of_one_append_write_it_once,
             gets_events_by_id_in_the_order_asked,
+            appends_to_several_streams_all_or_nothing,
         );
     };
     (@cases $setup:expr, $open:expr; $($case:ident),* $(,)?) => {

@@ -141,6 +141,13 @@ impl ReadModelError {
 pub trait MemoryReadModel: Send + Sync + 'static {
     /// Writes the memory's state when it is newer than what is stored.
     async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError>;
+    /// [`MemoryReadModel::upsert`] of several memories in one transaction:
+    /// a projection's run of rows becomes visible together, for one write.
+    async fn upsert_many(
+        &self,
+        tenant: &TenantId,
+        memories: &[Memory],
+    ) -> Result<(), ReadModelError>;
     async fn remove(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), ReadModelError>;
     async fn get(&self, tenant: &TenantId, id: &MemoryId)
         -> Result<Option<Memory>, ReadModelError>;

@@ -173,13 +173,28 @@ fn decode(row: &PgRow) -> Result<StoredRow, ReadModelError> {
 #[async_trait]
 impl MemoryReadModel for PostgresMemoryReadModel {
     async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError> {
+        self.upsert_many(tenant, std::slice::from_ref(memory)).await
+    }
+
+    async fn upsert_many(
+        &self,
+        tenant: &TenantId,
+        memories: &[Memory],
+    ) -> Result<(), ReadModelError> {
+        if memories.is_empty() {
+            return Ok(());
+        }
         // Sealed before the transaction: no row lock is held while the key
         // store is asked.
-        let sealed = sealed::seal(&self.cipher, tenant, memory).await?;
+        let mut sealed_rows = Vec::with_capacity(memories.len());
+        for memory in memories {
+            sealed_rows.push(sealed::seal(&self.cipher, tenant, memory).await?);
+        }
         let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
-        // Only a newer version replaces the row, so a redelivered or
-        // reordered event cannot move a memory back in time.
-        sqlx::query(
+        for (memory, sealed) in memories.iter().zip(&sealed_rows) {
+            // Only a newer version replaces the row, so a redelivered or
+            // reordered event cannot move a memory back in time.
+            sqlx::query(
             "INSERT INTO memories (tenant_id, memory_id, subject_id, kind, content, tags, confidence, \
              importance, state, version, provenance, session_id, agent_id, reinforcements, superseded_by, \
              created_at, updated_at, relations, sealed, tag_tokens) \
@@ -214,6 +229,7 @@ impl MemoryReadModel for PostgresMemoryReadModel {
         .execute(&mut *tx)
         .await
         .map_err(backend)?;
+        }
         tx.commit().await.map_err(backend)
     }
 

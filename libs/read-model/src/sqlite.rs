@@ -204,66 +204,30 @@ fn decode(row: &sqlx::sqlite::SqliteRow) -> Result<StoredRow, ReadModelError> {
 #[async_trait]
 impl MemoryReadModel for SqliteMemoryReadModel {
     async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError> {
+        self.upsert_many(tenant, std::slice::from_ref(memory)).await
+    }
+
+    async fn upsert_many(
+        &self,
+        tenant: &TenantId,
+        memories: &[Memory],
+    ) -> Result<(), ReadModelError> {
+        if memories.is_empty() {
+            return Ok(());
+        }
         // Sealed before the write transaction: the key store may live in
         // this very database, and creating a key writes to it.
-        let sealed = sealed::seal(&self.cipher, tenant, memory).await?;
-        let provenance = serde_json::to_string(&memory.provenance).expect("provenance serializes");
-        let relations = serde_json::to_string(&memory.relations).expect("relations serialize");
+        let mut sealed_rows = Vec::with_capacity(memories.len());
+        for memory in memories {
+            sealed_rows.push(sealed::seal(&self.cipher, tenant, memory).await?);
+        }
         let mut tx = self
             .pool
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(backend)?;
-        let written = sqlx::query(
-            "INSERT INTO memories (tenant_id, memory_id, subject_id, kind, content, tags, confidence, \
-             importance, state, version, provenance, session_id, agent_id, reinforcements, superseded_by, \
-             created_at, updated_at, relations, sealed) \
-             VALUES (?, ?, ?, ?, '', '[]', ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (tenant_id, memory_id) DO UPDATE SET kind = excluded.kind, \
-             content = excluded.content, tags = excluded.tags, confidence = excluded.confidence, \
-             importance = excluded.importance, state = excluded.state, version = excluded.version, \
-             provenance = excluded.provenance, session_id = excluded.session_id, \
-             reinforcements = excluded.reinforcements, superseded_by = excluded.superseded_by, \
-             updated_at = excluded.updated_at, relations = excluded.relations, \
-             sealed = excluded.sealed WHERE excluded.version > memories.version",
-        )
-        .bind(tenant.as_str())
-        .bind(memory.id.to_string())
-        .bind(memory.subject.as_str())
-        .bind(memory.kind.as_str())
-        .bind(f64::from(memory.confidence))
-        .bind(f64::from(memory.importance))
-        .bind(memory.state.as_str())
-        .bind(memory.version as i64)
-        .bind(provenance)
-        .bind(memory.agent.as_ref().map(AgentId::as_str))
-        .bind(i64::from(memory.reinforcements))
-        .bind(memory.superseded_by.map(|id| id.to_string()))
-        .bind(memory.created_at.timestamp_micros())
-        .bind(memory.updated_at.timestamp_micros())
-        .bind(relations)
-        .bind(&sealed.sealed)
-        .execute(&mut *tx)
-        .await
-        .map_err(backend)?;
-        if written.rows_affected() > 0 {
-            sqlx::query("DELETE FROM memory_tags WHERE tenant_id = ? AND memory_id = ?")
-                .bind(tenant.as_str())
-                .bind(memory.id.to_string())
-                .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
-            for token in &sealed.tag_tokens {
-                sqlx::query(
-                    "INSERT OR IGNORE INTO memory_tags (tenant_id, memory_id, tag) VALUES (?, ?, ?)",
-                )
-                .bind(tenant.as_str())
-                .bind(memory.id.to_string())
-                .bind(token)
-                .execute(&mut *tx)
-                .await
-                .map_err(backend)?;
-            }
+        for (memory, sealed) in memories.iter().zip(&sealed_rows) {
+            upsert_in(&mut tx, tenant, memory, sealed).await?;
         }
         tx.commit().await.map_err(backend)
     }
@@ -454,6 +418,70 @@ impl MemoryReadModel for SqliteMemoryReadModel {
         tx.commit().await.map_err(backend)?;
         Ok(deleted.rows_affected())
     }
+}
+
+/// One row (and its tag tokens) inside the caller's transaction, when the
+/// memory is newer than what is stored.
+async fn upsert_in(
+    tx: &mut sqlx::SqliteConnection,
+    tenant: &TenantId,
+    memory: &Memory,
+    sealed: &sealed::SealedRow,
+) -> Result<(), ReadModelError> {
+    let provenance = serde_json::to_string(&memory.provenance).expect("provenance serializes");
+    let relations = serde_json::to_string(&memory.relations).expect("relations serialize");
+    let written = sqlx::query(
+            "INSERT INTO memories (tenant_id, memory_id, subject_id, kind, content, tags, confidence, \
+             importance, state, version, provenance, session_id, agent_id, reinforcements, superseded_by, \
+             created_at, updated_at, relations, sealed) \
+             VALUES (?, ?, ?, ?, '', '[]', ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (tenant_id, memory_id) DO UPDATE SET kind = excluded.kind, \
+             content = excluded.content, tags = excluded.tags, confidence = excluded.confidence, \
+             importance = excluded.importance, state = excluded.state, version = excluded.version, \
+             provenance = excluded.provenance, session_id = excluded.session_id, \
+             reinforcements = excluded.reinforcements, superseded_by = excluded.superseded_by, \
+             updated_at = excluded.updated_at, relations = excluded.relations, \
+             sealed = excluded.sealed WHERE excluded.version > memories.version",
+        )
+        .bind(tenant.as_str())
+        .bind(memory.id.to_string())
+        .bind(memory.subject.as_str())
+        .bind(memory.kind.as_str())
+        .bind(f64::from(memory.confidence))
+        .bind(f64::from(memory.importance))
+        .bind(memory.state.as_str())
+        .bind(memory.version as i64)
+        .bind(provenance)
+        .bind(memory.agent.as_ref().map(AgentId::as_str))
+        .bind(i64::from(memory.reinforcements))
+        .bind(memory.superseded_by.map(|id| id.to_string()))
+        .bind(memory.created_at.timestamp_micros())
+        .bind(memory.updated_at.timestamp_micros())
+        .bind(relations)
+        .bind(&sealed.sealed)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend)?;
+    if written.rows_affected() > 0 {
+        sqlx::query("DELETE FROM memory_tags WHERE tenant_id = ? AND memory_id = ?")
+            .bind(tenant.as_str())
+            .bind(memory.id.to_string())
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        for token in &sealed.tag_tokens {
+            sqlx::query(
+                "INSERT OR IGNORE INTO memory_tags (tenant_id, memory_id, tag) VALUES (?, ?, ?)",
+            )
+            .bind(tenant.as_str())
+            .bind(memory.id.to_string())
+            .bind(token)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -10,11 +10,14 @@
 //! derived the same way. A batch replayed after a crash finds its events
 //! already in the log and skips them, so nothing is created twice; the
 //! buffer rows are removed only after every event is appended, so nothing
-//! is lost. The batch's `BatchConsolidated` record is appended last: once it
-//! is in the log, a redelivered batch returns at once without asking the
-//! LLM again. (A crash between the first memory event and the record does
-//! ask again; the model's second answer is deduplicated against the first
-//! by vector like any repeat.)
+//! is lost. A batch's events and its `BatchConsolidated` record commit in
+//! one transaction (one write per batch, not per event; with an LLM that
+//! rewrites the profile, two: the memories, then the profile and the
+//! record, since the profile reads the memories from the log). Once the
+//! record is in the log, a redelivered batch returns at once without
+//! asking the LLM again. (A crash between the two commits does ask again;
+//! the model's second answer is deduplicated against the first by vector
+//! like any repeat.)
 //!
 //! An LLM that fails, answers garbage, or whose tenant spent its daily
 //! budget never loses a batch: the rules consolidate it instead, and the
@@ -253,17 +256,21 @@ impl Pipeline {
         tenant: &TenantId,
         ids: &[EventId],
     ) -> Result<Vec<ConversationMessage>, PipelineError> {
-        let mut messages = Vec::with_capacity(ids.len());
-        for id in ids {
-            let Some(recorded) = self.recorded(tenant, id).await? else {
-                continue;
-            };
-            let decoded = self.log.decode(recorded).await?;
+        // One read for the batch, in the buffer's order.
+        let events = self
+            .log
+            .store()
+            .get_events(tenant, ids)
+            .await
+            .map_err(mnemo_event_store::sealed::LogError::from)?;
+        let mut messages = Vec::with_capacity(events.len());
+        for decoded in self.log.decode_all(events).await? {
+            let id = decoded.recorded.event_id;
             if let DomainEvent::MessageReceived(message) = decoded.event {
                 // An erased subject's messages have nothing left to learn from.
                 if let Some(content) = message.content.as_text() {
                     messages.push(ConversationMessage {
-                        event_id: *id,
+                        event_id: id,
                         role: message.role,
                         content: content.to_owned(),
                         timestamp: message.timestamp,
@@ -324,37 +331,48 @@ impl Pipeline {
         Ok((fallback.clone(), candidates, Some(reason)))
     }
 
-    /// The subject's memories nearest to `vector` (read-model rows).
+    /// The subject's memories nearest to each vector (read-model rows),
+    /// one index search per vector and one read for all their rows.
     async fn neighbours(
         &self,
         tenant: &TenantId,
         subject: &SubjectId,
-        vector: &[f32],
-    ) -> Result<Vec<ExistingMemory>, PipelineError> {
-        let hits = self
-            .index
-            .search(
-                tenant,
-                &SearchRequest {
-                    filter: SearchFilter {
-                        subject: Some(subject.clone()),
-                        ..Default::default()
+        vectors: &[Vec<f32>],
+    ) -> Result<Vec<Vec<ExistingMemory>>, PipelineError> {
+        let mut all_hits = Vec::with_capacity(vectors.len());
+        for vector in vectors {
+            let hits = self
+                .index
+                .search(
+                    tenant,
+                    &SearchRequest {
+                        filter: SearchFilter {
+                            subject: Some(subject.clone()),
+                            ..Default::default()
+                        },
+                        dense: Some(vector.clone()),
+                        text: None,
+                        mode: SearchMode::Semantic,
+                        limit: NEIGHBOURS,
+                        prefetch: NEIGHBOURS,
+                        // Semantic mode fuses nothing: the constant is unused.
+                        rrf_k: mnemo_vector_index::DEFAULT_RRF_K,
+                        with_vectors: false,
                     },
-                    dense: Some(vector.to_vec()),
-                    text: None,
-                    mode: SearchMode::Semantic,
-                    limit: NEIGHBOURS,
-                    prefetch: NEIGHBOURS,
-                    // Semantic mode fuses nothing: the constant is unused.
-                    rrf_k: mnemo_vector_index::DEFAULT_RRF_K,
-                    with_vectors: false,
-                },
-            )
-            .await
-            .map_err(|e| PipelineError::Index(e.to_string()))?;
-        let ids: Vec<MemoryId> = hits.iter().map(|hit| hit.id).collect();
-        // One read for the 20 rows: this runs once per candidate of a batch.
-        let mut rows: std::collections::HashMap<MemoryId, mnemo_domain::Memory> = self
+                )
+                .await
+                .map_err(|e| PipelineError::Index(e.to_string()))?;
+            all_hits.push(hits);
+        }
+        let mut ids: Vec<MemoryId> = all_hits.iter().flatten().map(|hit| hit.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.is_empty() {
+            return Ok(vectors.iter().map(|_| Vec::new()).collect());
+        }
+        // One read for every candidate's rows: a batch's candidates share
+        // most of their neighbours.
+        let rows: std::collections::HashMap<MemoryId, mnemo_domain::Memory> = self
             .read_model
             .get_many(tenant, &ids)
             .await
@@ -362,24 +380,24 @@ impl Pipeline {
             .into_iter()
             .map(|memory| (memory.id, memory))
             .collect();
-        let mut existing = Vec::with_capacity(hits.len());
-        for hit in hits {
-            // The index returns a point once: its row is taken, not cloned.
-            let Some(memory) = rows.remove(&hit.id) else {
-                continue;
-            };
-            let Some(content) = memory.content.as_text() else {
-                continue;
-            };
-            existing.push(ExistingMemory {
-                id: memory.id,
-                content: content.to_owned(),
-                kind: memory.kind,
-                importance: memory.importance,
-                similarity: hit.dense_score.unwrap_or(hit.score),
-            });
-        }
-        Ok(existing)
+        Ok(all_hits
+            .into_iter()
+            .map(|hits| {
+                hits.into_iter()
+                    .filter_map(|hit| {
+                        let memory = rows.get(&hit.id)?;
+                        let content = memory.content.as_text()?;
+                        Some(ExistingMemory {
+                            id: memory.id,
+                            content: content.to_owned(),
+                            kind: memory.kind,
+                            importance: memory.importance,
+                            similarity: hit.dense_score.unwrap_or(hit.score),
+                        })
+                    })
+                    .collect()
+            })
+            .collect())
     }
 
     /// One batch: the buffer rows are the caller's to remove afterwards.
@@ -387,8 +405,9 @@ impl Pipeline {
     /// The batch goes through its steps in order: route by confidence,
     /// compare with the subject's memories, the strategy's merge decisions,
     /// then each kept candidate settled (reviewed, reinforced as a near
-    /// duplicate, or created) and its events emitted before the next one is
-    /// looked at, the LLM's extras, and the batch's record last.
+    /// duplicate, or created; a later one sees what the earlier ones
+    /// created), the LLM's extras, and the batch's record last, all
+    /// committed together.
     pub async fn consolidate(
         &self,
         conversation: &Conversation,
@@ -440,17 +459,19 @@ impl Pipeline {
             proposed_relations: Vec::new(),
             created_here: Vec::new(),
             new_memories: Vec::new(),
+            appends: Vec::new(),
         };
         batch.route(extracted);
         self.compare(&mut batch).await?;
         self.merge(&mut batch).await?;
         let stamp = batch.stamp();
+        let done = self.already_appended(&batch).await?;
         for index in 0..batch.candidates.len() {
-            if self.replayed(&mut batch, index).await? {
+            if batch.replayed(index, &done) {
                 continue;
             }
             let appends = batch.settle(index, &stamp);
-            self.emit(&stamp, appends).await?;
+            batch.appends.extend(appends);
         }
         self.extras(&mut batch, &stamp).await?;
         self.finish(batch, &stamp).await
@@ -468,13 +489,9 @@ impl Pipeline {
                 .map_err(|e| PipelineError::Embed(e.to_string()))?
         };
         let conversation = batch.conversation;
-        batch.neighbours = Vec::with_capacity(batch.candidates.len());
-        for vector in &batch.vectors {
-            batch.neighbours.push(
-                self.neighbours(&conversation.tenant, &conversation.subject, vector)
-                    .await?,
-            );
-        }
+        batch.neighbours = self
+            .neighbours(&conversation.tenant, &conversation.subject, &batch.vectors)
+            .await?;
         Ok(())
     }
 
@@ -529,46 +546,57 @@ impl Pipeline {
         Ok(())
     }
 
-    /// Whether kept candidate `index` is in the log already: a replay after
-    /// a crash. A memory it created is remembered, so a later candidate
-    /// repeating it still reinforces instead of duplicating.
-    async fn replayed(&self, batch: &mut Batch<'_>, index: usize) -> Result<bool, PipelineError> {
-        let tenant = &batch.conversation.tenant;
-        let Some(done) = self.recorded(tenant, &batch.event_ids[index]).await? else {
-            return Ok(false);
-        };
-        if done.is(EventType::MemoryCreated) {
-            let memory_id = batch.memory_id(index);
-            let candidate = &batch.candidates[index];
-            batch.created_here.push((
-                memory_id,
-                candidate.kind,
-                candidate.content.clone(),
-                batch.vectors[index].clone(),
-            ));
+    /// Which kept candidates' events are in the log already (a replay
+    /// after a crash between the batch's commits), read in one query.
+    async fn already_appended(
+        &self,
+        batch: &Batch<'_>,
+    ) -> Result<std::collections::HashMap<EventId, EventType>, PipelineError> {
+        if batch.event_ids.is_empty() {
+            return Ok(Default::default());
         }
-        batch.outcome.already_done += 1;
-        Ok(true)
+        let found = self
+            .log
+            .store()
+            .get_events(&batch.conversation.tenant, &batch.event_ids)
+            .await
+            .map_err(mnemo_event_store::sealed::LogError::from)?;
+        Ok(found
+            .into_iter()
+            .filter_map(|event| {
+                let kind = EventType::parse(&event.event_type)?;
+                Some((event.event_id, kind))
+            })
+            .collect())
     }
 
-    /// Appends the events in order, each to its stream of the subject.
-    async fn emit(&self, stamp: &Stamp<'_>, appends: Vec<Append>) -> Result<(), PipelineError> {
+    /// Appends what the batch has settled so far, in order, each event to
+    /// its stream of the subject, in one transaction: a batch's memories
+    /// and its record commit together (one write, not one per event).
+    async fn commit(&self, batch: &mut Batch<'_>, stamp: &Stamp<'_>) -> Result<(), PipelineError> {
+        let appends = std::mem::take(&mut batch.appends);
+        if appends.is_empty() {
+            return Ok(());
+        }
         let conversation = stamp.conversation;
-        for append in appends {
-            self.log
-                .append_one(
-                    &conversation.tenant,
-                    &append.stream,
+        let appends = appends
+            .into_iter()
+            .map(|append| {
+                (
+                    append.stream,
                     ExpectedVersion::Any,
-                    Pending {
+                    vec![Pending {
                         event_id: append.id,
                         subject: Some(conversation.subject.clone()),
                         event: append.event,
                         metadata: stamp.metadata.clone(),
-                    },
+                    }],
                 )
-                .await?;
-        }
+            })
+            .collect();
+        self.log
+            .append_streams(&conversation.tenant, appends)
+            .await?;
         Ok(())
     }
 
@@ -579,9 +607,11 @@ impl Pipeline {
             return Ok(());
         }
         if batch.policy.relations {
-            self.relate(batch, stamp).await?;
+            self.relate(batch);
         }
         if batch.policy.profile_every > 0 && batch.outcome.created > 0 {
+            // The profile reads the memories created so far from the log.
+            self.commit(batch, stamp).await?;
             match self.update_profile(batch, stamp).await {
                 Ok(updated) => batch.outcome.profile_updated = updated,
                 Err(error) => {
@@ -594,20 +624,24 @@ impl Pipeline {
 
     /// The relations the merge answer proposed for candidates that became
     /// new memories, as edges on both ends.
-    async fn relate(&self, batch: &mut Batch<'_>, stamp: &Stamp<'_>) -> Result<(), PipelineError> {
+    fn relate(&self, batch: &mut Batch<'_>) {
         for relation in batch.found_relations() {
-            self.emit(stamp, relation_events(&relation)).await?;
+            batch.appends.extend(relation_events(&relation));
             batch.outcome.relations += 1;
         }
-        Ok(())
     }
 
-    /// The batch's record, appended last: once it is in the log, a
-    /// redelivered batch returns before any LLM call.
-    async fn finish(&self, batch: Batch<'_>, stamp: &Stamp<'_>) -> Result<Outcome, PipelineError> {
+    /// The batch's record, appended last (with what the batch settled
+    /// since the last commit): once it is in the log, a redelivered batch
+    /// returns before any LLM call.
+    async fn finish(
+        &self,
+        mut batch: Batch<'_>,
+        stamp: &Stamp<'_>,
+    ) -> Result<Outcome, PipelineError> {
         let signals = batch.signal_counts();
-        let mut outcome = batch.outcome;
-        let spend = batch.spend;
+        let mut outcome = std::mem::take(&mut batch.outcome);
+        let spend = std::mem::take(&mut batch.spend);
         outcome.fallback = batch.fallback.clone();
         outcome.llm_calls = spend.calls();
         outcome.llm_tokens = spend.tokens();
@@ -616,11 +650,11 @@ impl Pipeline {
             strategy: batch.active.name().to_owned(),
             model: self.strategy.model(),
             prompt_version: self.strategy.prompt_version(),
-            fallback: batch.fallback,
+            fallback: batch.fallback.clone(),
             llm_calls: spend.calls(),
             prompt_tokens: spend.prompt_tokens(),
             completion_tokens: spend.completion_tokens(),
-            candidates: batch.routed,
+            candidates: std::mem::take(&mut batch.routed),
             created: u32::try_from(outcome.created).unwrap_or(u32::MAX),
             reinforced: u32::try_from(outcome.reinforced).unwrap_or(u32::MAX),
             superseded: u32::try_from(outcome.superseded).unwrap_or(u32::MAX),
@@ -632,7 +666,8 @@ impl Pipeline {
             id: batch.record_id,
             event: DomainEvent::BatchConsolidated(record),
         };
-        self.emit(stamp, vec![record]).await?;
+        batch.appends.push(record);
+        self.commit(&mut batch, stamp).await?;
         Ok(outcome)
     }
 
@@ -828,6 +863,8 @@ struct Batch<'a> {
     /// Memories created by this batch, for the relation step: (id,
     /// candidate index).
     new_memories: Vec<(MemoryId, usize)>,
+    /// Events settled and not yet appended: the next commit writes them.
+    appends: Vec<Append>,
     outcome: Outcome,
 }
 
@@ -897,6 +934,32 @@ impl<'a> Batch<'a> {
                 ])
             })
             .collect();
+    }
+
+    /// Whether kept candidate `index` is in the log already (`done`: what
+    /// [`Pipeline::already_appended`] found): a replay after a crash. A
+    /// memory it created is remembered, so a later candidate repeating it
+    /// still reinforces instead of duplicating.
+    fn replayed(
+        &mut self,
+        index: usize,
+        done: &std::collections::HashMap<EventId, EventType>,
+    ) -> bool {
+        let Some(kind) = done.get(&self.event_ids[index]) else {
+            return false;
+        };
+        if *kind == EventType::MemoryCreated {
+            let memory_id = self.memory_id(index);
+            let candidate = &self.candidates[index];
+            self.created_here.push((
+                memory_id,
+                candidate.kind,
+                candidate.content.clone(),
+                self.vectors[index].clone(),
+            ));
+        }
+        self.outcome.already_done += 1;
+        true
     }
 
     /// The memory kept candidate `index` creates, or the review it asks

@@ -51,6 +51,28 @@ struct Pending {
 }
 
 impl MemoryProjection {
+    /// The run's rows, one transaction per tenant (after their points):
+    /// a run's memories appear in lists together.
+    async fn write_rows(
+        &self,
+        rows: &[((TenantId, MemoryId), Pending)],
+    ) -> Result<(), HandlerError> {
+        let mut by_tenant: HashMap<&TenantId, Vec<Memory>> = HashMap::new();
+        for ((tenant, _), row) in rows {
+            by_tenant
+                .entry(tenant)
+                .or_default()
+                .push(row.memory.clone());
+        }
+        for (tenant, memories) in by_tenant {
+            self.read_model
+                .upsert_many(tenant, &memories)
+                .await
+                .map_err(retryable)?;
+        }
+        Ok(())
+    }
+
     pub fn new(
         log: SealedLog,
         read_model: Arc<dyn MemoryReadModel>,
@@ -272,18 +294,13 @@ impl EventHandler for MemoryProjection {
         if outcome.is_ok() {
             outcome = self.index.flush().await.map_err(retryable);
         }
-        let mut rows = live.into_iter();
         if outcome.is_ok() {
-            for (key, row) in rows.by_ref() {
-                if let Err(error) = self.read_model.upsert(&key.0, &row.memory).await {
-                    outcome = Err(retryable(error));
-                    self.keep(key, row);
-                    break;
-                }
-            }
+            outcome = self.write_rows(&live).await;
         }
-        for (key, row) in rows {
-            self.keep(key, row);
+        if outcome.is_err() {
+            for (key, row) in live {
+                self.keep(key, row);
+            }
         }
         outcome
     }

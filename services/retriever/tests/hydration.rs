@@ -45,6 +45,14 @@ impl MemoryReadModel for Counting {
         self.inner.upsert(tenant, memory).await
     }
 
+    async fn upsert_many(
+        &self,
+        tenant: &TenantId,
+        memories: &[Memory],
+    ) -> Result<(), ReadModelError> {
+        self.inner.upsert_many(tenant, memories).await
+    }
+
     async fn remove(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), ReadModelError> {
         self.inner.remove(tenant, id).await
     }
@@ -119,6 +127,13 @@ impl EventStore for CountingLog {
         events: Vec<NewEvent>,
     ) -> Result<AppendResult, EventStoreError> {
         self.inner.append(tenant, stream_id, expected, events).await
+    }
+    async fn append_streams(
+        &self,
+        tenant: &TenantId,
+        appends: Vec<mnemo_event_store::StreamAppend>,
+    ) -> Result<Vec<AppendResult>, EventStoreError> {
+        self.inner.append_streams(tenant, appends).await
     }
     async fn read_stream(
         &self,

@@ -46,6 +46,8 @@ use crate::bench::{message_text, percentile, EmbeddedServer};
 pub const DIMENSION: usize = 384;
 /// How long the run looks for the last memory, or waits for the backlog.
 const GIVE_UP: Duration = Duration::from_secs(600);
+/// How often the wait prints where the backlog is.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 /// Where the embedded server's vectors come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +150,8 @@ struct Client {
     http: reqwest::Client,
     url: String,
     token: String,
+    /// When the backlog was last printed.
+    progress: std::sync::Mutex<Option<Instant>>,
 }
 
 impl Client {
@@ -201,6 +205,18 @@ impl Client {
     /// Nothing behind: relay, every consumer group and the buffer at zero.
     async fn caught_up(&self) -> anyhow::Result<bool> {
         let ready = self.get("/readyz").await?;
+        let now = Instant::now();
+        let mut last = self.progress.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_none_or(|at| now.duration_since(at) >= PROGRESS_EVERY) {
+            *last = Some(now);
+            // Where the backlog is, while the run waits: which stage trails.
+            eprintln!(
+                "  backlog: relay {}, consumer groups {}, consolidation buffer {}",
+                ready["relay_lag"],
+                ready["consumer_lag"],
+                ready["backlog"]["consolidation"]["messages"]
+            );
+        }
         let groups_done = ready["consumer_lag"]
             .as_object()
             .is_some_and(|groups| groups.values().all(|lag| lag.as_u64() == Some(0)));
@@ -245,6 +261,7 @@ pub async fn searchable(bench: SearchableBench) -> anyhow::Result<()> {
             .build()?,
         url: server.url.clone(),
         token: server.token.clone(),
+        progress: Default::default(),
     });
     println!(
         "## Time to searchable (embedded server, {} embedder)\n",

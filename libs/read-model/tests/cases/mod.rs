@@ -96,6 +96,38 @@ pub async fn upserts_only_newer_versions(model: &dyn MemoryReadModel) {
     assert_eq!(got.version, 2);
 }
 
+pub async fn upserts_many_in_one_write_with_the_same_version_rule(model: &dyn MemoryReadModel) {
+    let t = TenantId::parse("t-many").unwrap();
+    let mut first = memory("s1", MemoryKind::Fact, "lives in Lyon", &["home"]);
+    let second = memory("s1", MemoryKind::Preference, "drinks green tea", &["drink"]);
+    model.upsert(&t, &first).await.unwrap();
+    first.version = 2;
+    first.content = SubjectText::new("lives in Paris");
+    let mut stale = first.clone();
+    stale.version = 1;
+    stale.content = SubjectText::new("lives in Lyon");
+    // A newer version, a new row, and (after them) a stale one.
+    model
+        .upsert_many(&t, &[first.clone(), second.clone(), stale])
+        .await
+        .unwrap();
+    let got = model.get_many(&t, &[first.id, second.id]).await.unwrap();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].content.as_text(), Some("lives in Paris"));
+    assert_eq!(got[0].version, 2);
+    assert_eq!(got[1].content.as_text(), Some("drinks green tea"));
+    model.upsert_many(&t, &[]).await.unwrap();
+    // An erased memory refuses the whole write: nothing of it lands.
+    let third = memory("s1", MemoryKind::Fact, "has a cat", &[]);
+    let mut erased = memory("s1", MemoryKind::Fact, "x", &[]);
+    erased.content = SubjectText::Erased;
+    assert!(model
+        .upsert_many(&t, &[third.clone(), erased])
+        .await
+        .is_err());
+    assert!(model.get(&t, &third.id).await.unwrap().is_none());
+}
+
 pub async fn lists_with_filters_pages_and_tenant_isolation(model: &dyn MemoryReadModel) {
     let a = TenantId::parse("a").unwrap();
     let b = TenantId::parse("b").unwrap();
@@ -635,6 +667,7 @@ macro_rules! read_model_cases {
     ($fixture:path) => {
         $crate::read_model_cases!(@model $fixture;
             upserts_only_newer_versions,
+            upserts_many_in_one_write_with_the_same_version_rule,
             lists_with_filters_pages_and_tenant_isolation,
             erased_content_is_refused_and_subjects_are_deleted,
             subjects_are_scanned_across_tenants_in_pages,

@@ -1,0 +1,256 @@
+//! A consolidated batch commits once: its memories and its record are one
+//! transaction, over a real SQLite log, buffer, read model and the
+//! embedded index. A commit that fails leaves nothing of the batch, and
+//! the batch asked again creates its memories exactly once.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use mnemo_config::Policies;
+use mnemo_consolidator::buffer::{Conversation, SqliteMessageBuffer};
+use mnemo_consolidator::pipeline::Pipeline;
+use mnemo_consolidator::rules::RuleStrategy;
+use mnemo_crypto::{MemorySubjectKeyStore, SubjectCipher};
+use mnemo_domain::consolidation::ConsolidationPolicy;
+use mnemo_domain::events::{streams, EventType, MessageReceived, Role};
+use mnemo_domain::{
+    DomainEvent, EventId, EventMetadata, NewEvent, RecordedEvent, SubjectId, SubjectText, TenantId,
+};
+use mnemo_embed::LexicalEmbedder;
+use mnemo_event_store::sealed::{Pending, SealedLog};
+use mnemo_event_store::sqlite::{self, SqliteEventStore};
+use mnemo_event_store::{
+    AppendResult, EventQuery, EventStore, EventStoreError, ExpectedVersion, StreamAppend,
+};
+use mnemo_read_model::sqlite::SqliteMemoryReadModel;
+use mnemo_vector_index::EdgeVectorIndex;
+
+const DIMENSION: usize = 64;
+
+/// The SQLite log, refusing the next append that carries a batch's record
+/// when `fail_record` is set (a crash or a full disk at the commit).
+struct FailingRecord {
+    inner: SqliteEventStore,
+    fail_record: AtomicBool,
+}
+
+#[async_trait]
+impl EventStore for FailingRecord {
+    async fn append(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+        expected: ExpectedVersion,
+        events: Vec<NewEvent>,
+    ) -> Result<AppendResult, EventStoreError> {
+        self.inner.append(tenant, stream_id, expected, events).await
+    }
+    async fn append_streams(
+        &self,
+        tenant: &TenantId,
+        appends: Vec<StreamAppend>,
+    ) -> Result<Vec<AppendResult>, EventStoreError> {
+        let has_record = appends
+            .iter()
+            .flat_map(|a| &a.events)
+            .any(|e| e.event_type == EventType::BatchConsolidated.as_str());
+        if has_record && self.fail_record.swap(false, Ordering::SeqCst) {
+            return Err(EventStoreError::Backend(
+                "injected: the disk is full".into(),
+            ));
+        }
+        self.inner.append_streams(tenant, appends).await
+    }
+    async fn read_stream(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        self.inner.read_stream(tenant, stream_id).await
+    }
+    async fn read_stream_range(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        self.inner
+            .read_stream_range(tenant, stream_id, from, to)
+            .await
+    }
+    async fn read_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        self.inner.read_subject(tenant, subject).await
+    }
+    async fn get_event(
+        &self,
+        tenant: &TenantId,
+        event_id: &EventId,
+    ) -> Result<Option<RecordedEvent>, EventStoreError> {
+        self.inner.get_event(tenant, event_id).await
+    }
+    async fn get_events(
+        &self,
+        tenant: &TenantId,
+        event_ids: &[EventId],
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        self.inner.get_events(tenant, event_ids).await
+    }
+    async fn query(
+        &self,
+        tenant: &TenantId,
+        query: &EventQuery,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        self.inner.query(tenant, query).await
+    }
+    async fn read_all(
+        &self,
+        after_position: i64,
+        limit: u32,
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        self.inner.read_all(after_position, limit).await
+    }
+    async fn redact_legacy(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<u64, EventStoreError> {
+        self.inner.redact_legacy(tenant, subject).await
+    }
+    async fn head_position(&self) -> Result<i64, EventStoreError> {
+        self.inner.head_position().await
+    }
+    async fn stored_bytes(&self, tenant: &TenantId) -> Result<u64, EventStoreError> {
+        self.inner.stored_bytes(tenant).await
+    }
+    async fn wait_for_append(&self, after_position: i64, timeout: Duration) {
+        self.inner.wait_for_append(after_position, timeout).await
+    }
+}
+
+async fn events_of(
+    store: &dyn EventStore,
+    tenant: &TenantId,
+    kind: EventType,
+) -> Vec<RecordedEvent> {
+    store
+        .query(
+            tenant,
+            &EventQuery {
+                event_types: vec![kind.as_str().to_owned()],
+                limit: 100,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_batch_commits_its_memories_and_record_together_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = sqlite::connect(&dir.path().join("mnemo.db")).await.unwrap();
+    let store = Arc::new(FailingRecord {
+        inner: SqliteEventStore::new(pool.clone()).await.unwrap(),
+        fail_record: AtomicBool::new(true),
+    });
+    let cipher = Arc::new(SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new())));
+    let log = SealedLog::new(store.clone(), cipher.clone());
+    let pipeline = Pipeline {
+        log: log.clone(),
+        buffer: Arc::new(SqliteMessageBuffer::new(pool.clone())),
+        strategy: Arc::new(RuleStrategy::new()),
+        fallback: None,
+        budget: Arc::default(),
+        embedder: Arc::new(LexicalEmbedder::new(DIMENSION)),
+        index: Arc::new(EdgeVectorIndex::open(&dir.path().join("vectors"), DIMENSION).unwrap()),
+        read_model: Arc::new(SqliteMemoryReadModel::new(pool, cipher)),
+        policies: Arc::new(Policies {
+            default: ConsolidationPolicy::default(),
+            tenants: BTreeMap::new(),
+        }),
+        metrics: None,
+    };
+    let tenant = TenantId::parse("acme").unwrap();
+    let subject = SubjectId::parse("bob").unwrap();
+    let lines = [
+        "I live in Lyon.",
+        "I love jazz.",
+        "I work at the harbour office.",
+    ];
+    let pending: Vec<Pending> = lines
+        .iter()
+        .map(|line| Pending {
+            event_id: EventId::new(),
+            subject: Some(subject.clone()),
+            event: DomainEvent::MessageReceived(MessageReceived {
+                message_id: EventId::new().to_string(),
+                role: Role::User,
+                content: SubjectText::new(*line),
+                timestamp: Utc::now(),
+                session: None,
+                agent: None,
+                pii: Default::default(),
+            }),
+            metadata: EventMetadata {
+                actor: "ingest".into(),
+                ..Default::default()
+            },
+        })
+        .collect();
+    let ids: Vec<EventId> = pending.iter().map(|p| p.event_id).collect();
+    log.append(
+        &tenant,
+        &streams::conversation(&subject),
+        ExpectedVersion::Any,
+        pending,
+    )
+    .await
+    .unwrap();
+    let conversation = Conversation {
+        tenant: tenant.clone(),
+        subject,
+        session: String::new(),
+    };
+
+    // The commit fails: not one of the batch's memories is in the log.
+    assert!(pipeline.consolidate(&conversation, &ids).await.is_err());
+    assert!(events_of(store.as_ref(), &tenant, EventType::MemoryCreated)
+        .await
+        .is_empty());
+    assert!(
+        events_of(store.as_ref(), &tenant, EventType::BatchConsolidated)
+            .await
+            .is_empty()
+    );
+
+    // Asked again, the batch creates them once, with its record after them.
+    let outcome = pipeline.consolidate(&conversation, &ids).await.unwrap();
+    assert_eq!(outcome.created, lines.len(), "{outcome:?}");
+    let created = events_of(store.as_ref(), &tenant, EventType::MemoryCreated).await;
+    let records = events_of(store.as_ref(), &tenant, EventType::BatchConsolidated).await;
+    assert_eq!(created.len(), lines.len());
+    assert_eq!(records.len(), 1);
+    assert!(created
+        .iter()
+        .all(|e| e.global_position < records[0].global_position));
+
+    // And a redelivery of the batch appends nothing.
+    let again = pipeline.consolidate(&conversation, &ids).await.unwrap();
+    assert_eq!(again.created, 0);
+    assert_eq!(again.already_done, ids.len());
+    assert_eq!(
+        events_of(store.as_ref(), &tenant, EventType::MemoryCreated)
+            .await
+            .len(),
+        lines.len()
+    );
+}
