@@ -186,10 +186,7 @@ impl MemoryReadModel for PostgresMemoryReadModel {
         }
         // Sealed before the transaction: no row lock is held while the key
         // store is asked.
-        let mut sealed_rows = Vec::with_capacity(memories.len());
-        for memory in memories {
-            sealed_rows.push(sealed::seal(&self.cipher, tenant, memory).await?);
-        }
+        let sealed_rows = sealed::seal_all(&self.cipher, tenant, memories).await?;
         let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
         for (memory, sealed) in memories.iter().zip(&sealed_rows) {
             // Only a newer version replaces the row, so a redelivered or

@@ -43,6 +43,20 @@ pub(crate) struct SealedRow {
     pub tag_tokens: Vec<String>,
 }
 
+/// [`seal`] of each memory, in order: what a write of several rows seals
+/// before its transaction begins.
+pub(crate) async fn seal_all(
+    cipher: &SubjectCipher,
+    tenant: &TenantId,
+    memories: &[Memory],
+) -> Result<Vec<SealedRow>, ReadModelError> {
+    let mut sealed = Vec::with_capacity(memories.len());
+    for memory in memories {
+        sealed.push(seal(cipher, tenant, memory).await?);
+    }
+    Ok(sealed)
+}
+
 /// Seals the memory's subject fields and tokenises its tags under the
 /// subject's live key (created on first use, as the log does). An erased
 /// memory cannot be sealed: its content is gone.

@@ -217,10 +217,7 @@ impl MemoryReadModel for SqliteMemoryReadModel {
         }
         // Sealed before the write transaction: the key store may live in
         // this very database, and creating a key writes to it.
-        let mut sealed_rows = Vec::with_capacity(memories.len());
-        for memory in memories {
-            sealed_rows.push(sealed::seal(&self.cipher, tenant, memory).await?);
-        }
+        let sealed_rows = sealed::seal_all(&self.cipher, tenant, memories).await?;
         let mut tx = self
             .pool
             .begin_with("BEGIN IMMEDIATE")
