@@ -57,10 +57,10 @@ impl InProcessBus {
     }
 }
 
-/// The records of topic `?1` that group `?2` has not committed, as `r`.
-const UNCOMMITTED: &str = "FROM bus_records r WHERE r.topic = ?1 AND r.\"offset\" >= \
-     COALESCE((SELECT next_offset FROM bus_offsets o WHERE o.group_id = ?2 \
-     AND o.topic = r.topic AND o.partition = r.partition), 0)";
+/// Group `?2`'s committed offset in partition `?3` of topic `?1` (0 when
+/// it never committed), as a scalar subquery.
+const COMMITTED: &str = "COALESCE((SELECT next_offset FROM bus_offsets WHERE group_id = ?2 \
+     AND topic = ?1 AND partition = ?3), 0)";
 
 #[async_trait]
 impl Bus for InProcessBus {
@@ -113,16 +113,29 @@ impl Bus for InProcessBus {
         Ok(())
     }
 
+    // Both readings look at one partition at a time, through the primary
+    // key: a partition's offsets have no gaps and its records are never
+    // deleted, so what a group has not committed is the partition's head
+    // minus its committed offset, and the oldest of it is the record at
+    // that offset. (Counting and scanning the uncommitted rows cost a scan
+    // of the topic per reading: at 100k messages, `/readyz` polled every
+    // 100 ms kept a core busy.)
     async fn lag(&self, group: &str, topics: &[&str]) -> Result<u64, BusError> {
         let mut behind = 0;
         for topic in topics {
-            let count: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) {UNCOMMITTED}"))
+            for partition in 0..self.inner.partitions as i32 {
+                let count: i64 = sqlx::query_scalar(&format!(
+                    "SELECT (SELECT COALESCE(MAX(\"offset\") + 1, 0) FROM bus_records \
+                     WHERE topic = ?1 AND partition = ?3) - {COMMITTED}"
+                ))
                 .bind(topic)
                 .bind(group)
+                .bind(partition)
                 .fetch_one(&self.inner.pool)
                 .await
                 .map_err(backend)?;
-            behind += count.max(0) as u64;
+                behind += count.max(0) as u64;
+            }
         }
         Ok(behind)
     }
@@ -134,17 +147,22 @@ impl Bus for InProcessBus {
     ) -> Result<Option<DateTime<Utc>>, BusError> {
         let mut oldest: Option<i64> = None;
         for topic in topics {
-            let published: Option<i64> =
-                sqlx::query_scalar(&format!("SELECT MIN(r.published_at) {UNCOMMITTED}"))
-                    .bind(topic)
-                    .bind(group)
-                    .fetch_one(&self.inner.pool)
-                    .await
-                    .map_err(backend)?;
-            oldest = match (oldest, published) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            for partition in 0..self.inner.partitions as i32 {
+                let published: Option<i64> = sqlx::query_scalar(&format!(
+                    "SELECT published_at FROM bus_records WHERE topic = ?1 AND partition = ?3 \
+                     AND \"offset\" >= {COMMITTED} ORDER BY \"offset\" LIMIT 1"
+                ))
+                .bind(topic)
+                .bind(group)
+                .bind(partition)
+                .fetch_optional(&self.inner.pool)
+                .await
+                .map_err(backend)?;
+                oldest = match (oldest, published) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
         }
         Ok(oldest.and_then(DateTime::from_timestamp_micros))
     }
