@@ -266,6 +266,26 @@ pub(crate) fn check_stream(
     }
 }
 
+/// Moves the head an adapter publishes to the last position a committed
+/// append wrote (never back: a slower commit may report an older one), so
+/// `wait_for_append` wakes.
+pub(crate) fn advance_head(head: &tokio::sync::watch::Sender<i64>, results: &[AppendResult]) {
+    let last = results
+        .iter()
+        .flat_map(|result| &result.events)
+        .map(|e| e.global_position)
+        .max();
+    if let Some(last) = last {
+        head.send_if_modified(|head| {
+            let moved = last > *head;
+            if moved {
+                *head = last;
+            }
+            moved
+        });
+    }
+}
+
 /// What every append refuses before it touches the store: nothing to
 /// append, or subject data in clear.
 pub(crate) fn check_appends(appends: &[StreamAppend]) -> Result<(), EventStoreError> {

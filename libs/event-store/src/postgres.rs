@@ -231,20 +231,7 @@ impl PostgresEventStore {
             }
         }
         tx.commit().await.map_err(backend)?;
-        let last = results
-            .iter()
-            .flat_map(|result| &result.events)
-            .map(|e| e.global_position)
-            .max();
-        if let Some(last) = last {
-            self.head.send_if_modified(|head| {
-                let moved = last > *head;
-                if moved {
-                    *head = last;
-                }
-                moved
-            });
-        }
+        crate::advance_head(&self.head, &results);
         Ok(Attempt::Done(results))
     }
 

@@ -190,20 +190,7 @@ impl EventStore for SqliteEventStore {
             results.push(append_in(&mut tx, tenant, append, now).await?);
         }
         tx.commit().await.map_err(backend)?;
-        let last = results
-            .iter()
-            .flat_map(|result| &result.events)
-            .map(|e| e.global_position)
-            .max();
-        if let Some(last) = last {
-            self.head.send_if_modified(|head| {
-                let moved = last > *head;
-                if moved {
-                    *head = last;
-                }
-                moved
-            });
-        }
+        crate::advance_head(&self.head, &results);
         Ok(results)
     }
 

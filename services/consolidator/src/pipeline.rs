@@ -257,14 +257,9 @@ impl Pipeline {
         ids: &[EventId],
     ) -> Result<Vec<ConversationMessage>, PipelineError> {
         // One read for the batch, in the buffer's order.
-        let events = self
-            .log
-            .store()
-            .get_events(tenant, ids)
-            .await
-            .map_err(mnemo_event_store::sealed::LogError::from)?;
+        let events = self.log.get_events(tenant, ids).await?;
         let mut messages = Vec::with_capacity(events.len());
-        for decoded in self.log.decode_all(events).await? {
+        for decoded in events {
             let id = decoded.recorded.event_id;
             if let DomainEvent::MessageReceived(message) = decoded.event {
                 // An erased subject's messages have nothing left to learn from.
