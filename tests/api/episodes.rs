@@ -24,6 +24,18 @@ async fn post_turns(
     session: &str,
     lines: &[&str],
 ) -> Vec<String> {
+    post_turns_on(app, token, subject, session, "2023-05-08", lines).await
+}
+
+/// [`post_turns`] said on `day` (`YYYY-MM-DD`).
+async fn post_turns_on(
+    app: &TestApp,
+    token: &str,
+    subject: &str,
+    session: &str,
+    day: &str,
+    lines: &[&str],
+) -> Vec<String> {
     let messages: Vec<Value> = lines
         .iter()
         .enumerate()
@@ -33,7 +45,7 @@ async fn post_turns(
                 "role": if i % 2 == 0 { "user" } else { "assistant" },
                 "content": text,
                 "session": session,
-                "timestamp": format!("2023-05-08T13:{:02}:00Z", 56 + i.min(3)),
+                "timestamp": format!("{day}T13:{:02}:00Z", 56 + i.min(3)),
             })
         })
         .collect();
@@ -615,4 +627,105 @@ async fn a_question_that_asks_when_prefers_what_was_said_with_a_date() {
     };
     assert!(dated_boosted < undated_boosted, "boosted: {ranks:?}");
     assert!(undated_plain < dated_plain, "without the boost: {ranks:?}");
+}
+
+#[tokio::test]
+async fn a_question_naming_a_speaker_prefers_what_that_speaker_said() {
+    // Mia's reply names Ana twice and says "research"; Ana's own turn is
+    // what the question is about. Searched with the name, Mia's reply
+    // wins; without it (the default `speaker_boost`), Ana's turn must.
+    let question = "What did Ana research?";
+    let mut ranks = Vec::new();
+    for config in [
+        MANUAL.to_owned(),
+        format!("{MANUAL}[retrieval]\nspeaker_boost = 1.0\n"),
+    ] {
+        let app = spawn_app_with_model(&config).await;
+        let token = app.admin("acme");
+        let turns = post_turns(
+            &app,
+            &token,
+            "ana",
+            "s1",
+            &[
+                "Ana: I researched adoption agencies all week.",
+                "Mia: That's great, Ana! Research takes time, Ana.",
+            ],
+        )
+        .await;
+        wait_for_episode(&app, &token, "ana", "Research takes time", &turns[1]).await;
+        let results = search(
+            &app,
+            &token,
+            "ana",
+            json!({"query": question, "include": ["episodes"], "k": 4}),
+        )
+        .await;
+        ranks.push((rank_of(&results, &turns[0]), rank_of(&results, &turns[1])));
+        app.stop().await;
+    }
+    let [(ana_boosted, mia_boosted), (ana_plain, mia_plain)] = ranks[..] else {
+        unreachable!()
+    };
+    assert!(ana_boosted < mia_boosted, "with the speaker: {ranks:?}");
+    assert!(mia_plain < ana_plain, "without: {ranks:?}");
+}
+
+#[tokio::test]
+async fn a_question_naming_a_date_prefers_what_was_said_that_day() {
+    // The November turn says more about painting; the question names the
+    // October day, so the October turn must win (the default
+    // `on_date_boost`), and without the boost it does not.
+    let question = "What did she paint on October 13, 2023?";
+    let mut ranks = Vec::new();
+    for config in [
+        MANUAL.to_owned(),
+        format!("{MANUAL}[retrieval]\non_date_boost = 1.0\n"),
+    ] {
+        let app = spawn_app_with_model(&config).await;
+        let token = app.admin("acme");
+        let october = post_turns_on(
+            &app,
+            &token,
+            "eve",
+            "s1",
+            "2023-10-13",
+            &["I painted a sunset.", "Lovely."],
+        )
+        .await;
+        let november = post_turns_on(
+            &app,
+            &token,
+            "eve",
+            "s2",
+            "2023-11-20",
+            &[
+                "I painted a sunset over the lake, my best painting yet.",
+                "Wow.",
+            ],
+        )
+        .await;
+        wait_for_episode(&app, &token, "eve", "Wow.", &november[1]).await;
+        wait_for_episode(&app, &token, "eve", "Lovely.", &october[1]).await;
+        let results = search(
+            &app,
+            &token,
+            "eve",
+            json!({"query": question, "include": ["episodes"], "k": 4}),
+        )
+        .await;
+        ranks.push((
+            rank_of(&results, &october[0]),
+            rank_of(&results, &november[0]),
+        ));
+        app.stop().await;
+    }
+    let [(october_boosted, november_boosted), (october_plain, november_plain)] = ranks[..] else {
+        unreachable!()
+    };
+    assert!(october_boosted < november_boosted, "boosted: {ranks:?}");
+    assert!(
+        november_plain < october_plain,
+        "without the boost: {ranks:?}"
+    );
 }

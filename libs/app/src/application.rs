@@ -499,6 +499,8 @@ fn ranking_params(retrieval: &mnemo_config::RetrievalSettings) -> RankingParams 
             .unwrap_or(default.recency_half_life_days),
         mmr_lambda: retrieval.mmr_lambda.unwrap_or(default.mmr_lambda),
         dated_boost: retrieval.dated_boost.unwrap_or(default.dated_boost),
+        speaker_boost: retrieval.speaker_boost.unwrap_or(default.speaker_boost),
+        on_date_boost: retrieval.on_date_boost.unwrap_or(default.on_date_boost),
     }
 }
 

@@ -459,11 +459,14 @@ mod tests {
                 &env(&[("MNEMO_CONFIG", file.to_str().unwrap())]),
             )
         };
-        let settings =
-            load("[retrieval]\nrrf_k = 20\nmmr_lambda = 0.9\ndated_boost = 1.25\n").unwrap();
+        let settings = load(
+            "[retrieval]\nrrf_k = 20\nmmr_lambda = 0.9\ndated_boost = 1.25\nspeaker_boost = 1.0\n",
+        )
+        .unwrap();
         assert_eq!(settings.retrieval.rrf_k, Some(20));
         assert_eq!(settings.retrieval.mmr_lambda, Some(0.9));
         assert_eq!(settings.retrieval.dated_boost, Some(1.25));
+        assert_eq!(settings.retrieval.speaker_boost, Some(1.0));
         assert_eq!(settings.retrieval.relevance_weight, None);
         for bad in [
             "rrf_k = 0",
@@ -471,6 +474,8 @@ mod tests {
             "recency_weight = -1.0",
             "recency_half_life_days = 0.0",
             "dated_boost = 0.5",
+            "speaker_boost = 0.9",
+            "on_date_boost = inf",
             "fusion = 3",
         ] {
             let refused = load(&format!("[retrieval]\n{bad}\n"));

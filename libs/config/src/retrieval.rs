@@ -19,6 +19,8 @@ pub(crate) struct RawRetrieval {
     recency_half_life_days: Option<f64>,
     mmr_lambda: Option<f64>,
     dated_boost: Option<f64>,
+    speaker_boost: Option<f64>,
+    on_date_boost: Option<f64>,
 }
 
 /// The fusion and ranking constants; `None` keeps the retriever's default.
@@ -36,6 +38,12 @@ pub struct RetrievalSettings {
     /// Factor on the relevance of an episode that names a date, when the
     /// query asks when something happened; 1.0 is off.
     pub dated_boost: Option<f64>,
+    /// Factor on the relevance of a named speaker's turns, searched
+    /// without the name; 1.0 is off.
+    pub speaker_boost: Option<f64>,
+    /// Factor on the relevance of an episode said on (or naming) a date the
+    /// query names; 1.0 is off.
+    pub on_date_boost: Option<f64>,
 }
 
 impl RawRetrieval {
@@ -68,11 +76,15 @@ impl RawRetrieval {
         {
             return Err(invalid("retrieval.mmr_lambda", "between 0 and 1"));
         }
-        if self.dated_boost.is_some_and(|b| !b.is_finite() || b < 1.0) {
-            return Err(invalid(
-                "retrieval.dated_boost",
-                "a finite factor ≥ 1 (1 is off)",
-            ));
+        let boosts = [
+            ("retrieval.dated_boost", self.dated_boost),
+            ("retrieval.speaker_boost", self.speaker_boost),
+            ("retrieval.on_date_boost", self.on_date_boost),
+        ];
+        for (key, boost) in boosts {
+            if boost.is_some_and(|b| !b.is_finite() || b < 1.0) {
+                return Err(invalid(key, "a finite factor ≥ 1 (1 is off)"));
+            }
         }
         Ok(RetrievalSettings {
             rrf_k: self.rrf_k,
@@ -82,6 +94,8 @@ impl RawRetrieval {
             recency_half_life_days: self.recency_half_life_days,
             mmr_lambda: self.mmr_lambda,
             dated_boost: self.dated_boost,
+            speaker_boost: self.speaker_boost,
+            on_date_boost: self.on_date_boost,
         })
     }
 }

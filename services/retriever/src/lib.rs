@@ -10,6 +10,7 @@
 
 pub mod asof;
 pub mod context;
+pub mod cues;
 pub mod episodes;
 pub mod error;
 pub mod handlers;

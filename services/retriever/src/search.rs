@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 use crate::context::{
     build_query, estimate_tokens, format_block, profile_section, BlockLine, LineKind,
 };
+use crate::cues::{named_speakers, speaker_of, without_names, QueryDates};
 use crate::episodes::{read_turns, Episode, EPISODE_IMPORTANCE, MAX_WINDOW};
 use crate::error::{ReadError, SearchError};
 use crate::ranking::{rank, Candidate};
@@ -376,18 +377,7 @@ async fn second_pass(
         }
     }
     let expanded: String = expanded.chars().take(MAX_QUERY_CHARS).collect();
-    let dense = match mode {
-        Mode::Keyword => None,
-        Mode::Hybrid | Mode::Semantic => Some(
-            state
-                .embedder
-                .embed(std::slice::from_ref(&expanded))
-                .await
-                .map_err(SearchError::Embed)?
-                .pop()
-                .ok_or(SearchError::NoQueryVector)?,
-        ),
-    };
+    let dense = query_vector(state, &expanded, mode).await?;
     let second = state
         .index
         .search(
@@ -482,21 +472,9 @@ pub async fn find_memories(
     } = request;
     let (tenant, subject, query) = (&tenant, &subject, query.as_str());
     let filter = with_tokens(state, tenant, subject, filter).await?;
-    let dense = match mode {
-        Mode::Keyword => None,
-        Mode::Hybrid | Mode::Semantic => Some(
-            state
-                .embedder
-                .embed(&[query.to_owned()])
-                .await
-                .map_err(SearchError::Embed)?
-                .pop()
-                .ok_or(SearchError::NoQueryVector)?,
-        ),
-    };
-    let request = IndexRequest {
+    let mut request = IndexRequest {
         filter,
-        dense,
+        dense: query_vector(state, query, mode).await?,
         text: Some(query.to_owned()),
         mode: match mode {
             Mode::Hybrid => SearchMode::Hybrid,
@@ -514,19 +492,50 @@ pub async fn find_memories(
         .search(tenant, &request)
         .await
         .map_err(SearchError::Index)?;
-    if feedback && !hits.is_empty() {
-        hits = second_pass(state, tenant, subject, query, mode, request, hits).await?;
-    }
     let (memory_ids, episode_ids) = ids_by_type(&hits);
     let mut rows = hydrate(state, tenant, memory_ids).await?;
     // Windows only for the episodes ranked in, below: the hits number four
     // times k or more, and each window is a read of the log.
     let mut episodes = hydrate_episodes(state, tenant, subject, episode_ids).await?;
+    // A query naming a speaker of the conversation: search again without
+    // the name, and prefer that speaker's turns (see `cues`).
+    let mut query = query.to_owned();
+    let named = if state.ranking.speaker_boost != 1.0 {
+        named_speakers(
+            &query,
+            episodes
+                .values()
+                .filter_map(|found| speaker_of(&found.episode.content)),
+        )
+    } else {
+        Vec::new()
+    };
+    if let Some(stripped) = without_names(&query, &named) {
+        request.dense = query_vector(state, &stripped, mode).await?;
+        request.text = Some(stripped.clone());
+        query = stripped;
+        hits = state
+            .index
+            .search(tenant, &request)
+            .await
+            .map_err(SearchError::Index)?;
+        hydrate_missing(state, tenant, subject, &hits, &mut rows, &mut episodes).await?;
+    }
+    if feedback && !hits.is_empty() {
+        hits = second_pass(state, tenant, subject, &query, mode, request, hits).await?;
+        hydrate_missing(state, tenant, subject, &hits, &mut rows, &mut episodes).await?;
+    }
     // "When did she ...?" is answered by what was said with a date.
-    let dated_boost = if dates::asks_when(query) {
+    let dated_boost = if dates::asks_when(&query) {
         state.ranking.dated_boost
     } else {
         1.0
+    };
+    // "What did she paint on October 13, 2023?" by what was said then.
+    let named_dates = if state.ranking.on_date_boost != 1.0 {
+        QueryDates::of(&query, Utc::now().date_naive())
+    } else {
+        QueryDates::default()
     };
     let mut candidates = Vec::with_capacity(hits.len());
     for hit in hits {
@@ -549,12 +558,21 @@ pub async fn find_memories(
                 None => continue,
             },
         };
-        let boost = match &item {
-            Item::Episode(found) if dated_boost != 1.0 && found.episode.names_a_date() => {
-                dated_boost
+        let mut boost = 1.0;
+        if let Item::Episode(found) = &item {
+            let episode = &found.episode;
+            if dated_boost != 1.0 && episode.names_a_date() {
+                boost *= dated_boost;
             }
-            _ => 1.0,
-        };
+            if !named.is_empty()
+                && speaker_of(&episode.content).is_some_and(|s| named.iter().any(|n| n == s))
+            {
+                boost *= state.ranking.speaker_boost;
+            }
+            if !named_dates.is_empty() && named_dates.meets(episode.timestamp, &episode.content) {
+                boost *= state.ranking.on_date_boost;
+            }
+        }
         candidates.push(Candidate {
             relevance: f64::from(hit.score) * boost,
             importance: f64::from(importance),
@@ -587,6 +605,50 @@ pub async fn find_memories(
     found.extend(extras);
     signal_access(state, tenant, subject, &found).await;
     Ok(found)
+}
+
+/// Adds the rows and episodes of the hits not hydrated yet (a later pass
+/// finds mostly what the first found).
+async fn hydrate_missing(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    subject: &SubjectId,
+    hits: &[Hit],
+    rows: &mut HashMap<MemoryId, Memory>,
+    episodes: &mut HashMap<MemoryId, EpisodeHit>,
+) -> Result<(), SearchError> {
+    let (memory_ids, episode_ids) = ids_by_type(hits);
+    let memory_ids: Vec<MemoryId> = memory_ids
+        .into_iter()
+        .filter(|id| !rows.contains_key(id))
+        .collect();
+    let episode_ids: Vec<MemoryId> = episode_ids
+        .into_iter()
+        .filter(|id| !episodes.contains_key(id))
+        .collect();
+    rows.extend(hydrate(state, tenant, memory_ids).await?);
+    episodes.extend(hydrate_episodes(state, tenant, subject, episode_ids).await?);
+    Ok(())
+}
+
+/// The query's dense vector, for the modes that search by meaning.
+async fn query_vector(
+    state: &RetrieverState,
+    query: &str,
+    mode: Mode,
+) -> Result<Option<Vec<f32>>, SearchError> {
+    match mode {
+        Mode::Keyword => Ok(None),
+        Mode::Hybrid | Mode::Semantic => Ok(Some(
+            state
+                .embedder
+                .embed(&[query.to_owned()])
+                .await
+                .map_err(SearchError::Embed)?
+                .pop()
+                .ok_or(SearchError::NoQueryVector)?,
+        )),
+    }
 }
 
 /// The tenant's rows for these ids, by id, in one read-model call: search

@@ -44,7 +44,10 @@
 //! - `MNEMO_EVAL_ALL_MEMORIES=1`: search every memory of the subject, the
 //!   consolidator's included, instead of the turn memories only.
 //! - `MNEMO_EVAL_DUMP=FILE`: write one JSON line per question (category,
-//!   evidence, the ranked provenance of every list) for offline analysis.
+//!   evidence, the ranked provenance of every list) for offline analysis;
+//!   with `--via messages`, one more search per question (k = 100) whose
+//!   results carry their text, dates and score components, for trying a
+//!   ranking on the same candidates (the file holds the corpus's text).
 //! - `MNEMO_EVAL_DATA_DIR=DIR` (with `--skip-ingest`): instead of `--url`,
 //!   open DIR (the data dir of a *stopped* server that ran an earlier
 //!   ingest) in this process, with the settings of the environment as

@@ -330,6 +330,58 @@ async fn ask(
     Ok((search, items, context["tokens"].as_u64().unwrap_or(0)))
 }
 
+/// With `MNEMO_EVAL_DUMP=FILE`: a line per question with its evidence and
+/// the first [`DUMP_K`] search results, each with its turns, text and
+/// score components, for trying ranking ideas offline on the same
+/// candidates. The file holds the corpus's text: keep it with the data.
+const DUMP_K: usize = 100;
+
+async fn dump_line(
+    api: &Api,
+    ingested: &Ingested,
+    question: &crate::eval::Question,
+    extras: &Value,
+) -> anyhow::Result<String> {
+    let mut body = json!({"query": question.text, "k": DUMP_K});
+    merge(&mut body, extras);
+    let found = api
+        .post(
+            &format!("/v1/subjects/{}/search", ingested.subject),
+            &body,
+            true,
+        )
+        .await?;
+    let turns = retrieved(&found, &ingested.dia_of);
+    let results: Vec<Value> = found["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .zip(turns)
+        .map(|(result, turns)| {
+            let text = result["memory"]["content"]
+                .as_str()
+                .or_else(|| result["episode"]["content"].as_str());
+            json!({
+                "type": result["type"],
+                "turns": turns.turns,
+                "text": text,
+                "timestamp": result["episode"]["timestamp"],
+                "dates": result["episode"]["dates"],
+                "components": result["components"],
+                "score": result["score"],
+            })
+        })
+        .collect();
+    Ok(json!({
+        "subject": ingested.subject,
+        "question": question.text,
+        "category": question.category,
+        "evidence": question.evidence,
+        "results": results,
+    })
+    .to_string())
+}
+
 fn merge(body: &mut Value, extras: &Value) {
     if let (Some(body), Some(extras)) = (body.as_object_mut(), extras.as_object()) {
         body.extend(extras.clone());
@@ -372,9 +424,20 @@ pub async fn via_messages(args: ViaMessagesArgs) -> anyhow::Result<()> {
     let next = Arc::new(AtomicUsize::new(0));
     let jobs = Arc::new(jobs);
     let mut workers = tokio::task::JoinSet::new();
+    let dump = match std::env::var_os("MNEMO_EVAL_DUMP") {
+        Some(path) => Some(Arc::new(tokio::sync::Mutex::new(
+            std::fs::File::create(&path).context("MNEMO_EVAL_DUMP")?,
+        ))),
+        None => None,
+    };
     for _ in 0..SEARCH_CONCURRENCY {
-        let (shared, next, jobs, extras) =
-            (shared.clone(), next.clone(), jobs.clone(), extras.clone());
+        let (shared, next, jobs, extras, dump) = (
+            shared.clone(),
+            next.clone(),
+            jobs.clone(),
+            extras.clone(),
+            dump.clone(),
+        );
         workers.spawn(async move {
             let (api, ingested, conversations) = &*shared;
             let mut answered = Vec::new();
@@ -386,6 +449,12 @@ pub async fn via_messages(args: ViaMessagesArgs) -> anyhow::Result<()> {
                 let question = &conversations[c].questions[q];
                 let (search, context, context_tokens) =
                     ask(api, &ingested[c], &question.text, &extras).await?;
+                if let Some(dump) = &dump {
+                    let line = dump_line(api, &ingested[c], question, &extras).await?;
+                    let mut file = dump.lock().await;
+                    use std::io::Write as _;
+                    writeln!(file, "{line}")?;
+                }
                 answered.push(Answered {
                     category: question.category,
                     evidence: question.evidence.clone(),
