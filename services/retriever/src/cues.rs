@@ -19,6 +19,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 use mnemo_domain::dates;
+use mnemo_vector_index::{PointType, SearchRequest};
 
 /// Longest speaker label read, in characters.
 const MAX_LABEL_CHARS: usize = 40;
@@ -122,6 +123,26 @@ impl QueryDates {
         self.0.is_empty()
     }
 
+    /// The request restricted to the episodes said within the named
+    /// periods (from the first day's start to the last day's end, UTC),
+    /// or `None` when the query names none or the request does not search
+    /// episodes.
+    pub fn within(&self, request: &SearchRequest) -> Option<SearchRequest> {
+        let start = self.0.iter().map(|(start, _)| *start).min()?;
+        let end = self.0.iter().map(|(_, end)| *end).max()?;
+        if !request.filter.types.contains(&PointType::Episode) {
+            return None;
+        }
+        let from = start.and_hms_opt(0, 0, 0)?.and_utc().timestamp();
+        let to = end.and_hms_opt(23, 59, 59)?.and_utc().timestamp();
+        let mut within = request.clone();
+        let filter = &mut within.filter;
+        filter.types = vec![PointType::Episode];
+        filter.created_from = Some(filter.created_from.map_or(from, |f| f.max(from)));
+        filter.created_to = Some(filter.created_to.map_or(to, |t| t.min(to)));
+        Some(within)
+    }
+
     /// Whether a turn said at `said_at` with this text is about one of the
     /// periods: said within it, or naming a date within it (resolved
     /// against the day it was said).
@@ -194,5 +215,43 @@ mod tests {
         assert!(month.meets(Utc.with_ymd_and_hms(2023, 5, 20, 0, 0, 0).unwrap(), "x"));
         assert!(!month.meets(Utc.with_ymd_and_hms(2023, 6, 1, 0, 0, 0).unwrap(), "x"));
         assert!(QueryDates::of("What does she drink?", asked).is_empty());
+    }
+
+    #[test]
+    fn the_search_within_named_days_asks_for_their_episodes_only() {
+        let asked = NaiveDate::from_ymd_opt(2024, 1, 10).unwrap();
+        let request = |types: Vec<PointType>, created_to: Option<i64>| SearchRequest {
+            filter: mnemo_vector_index::SearchFilter {
+                types,
+                created_to,
+                ..Default::default()
+            },
+            dense: None,
+            text: Some("what did she paint".into()),
+            mode: mnemo_vector_index::SearchMode::Keyword,
+            limit: 40,
+            prefetch: 100,
+            rrf_k: 10,
+            with_vectors: false,
+        };
+        let both = vec![PointType::Memory, PointType::Episode];
+        let dates = QueryDates::of("What did she paint on October 13, 2023?", asked);
+        let within = dates.within(&request(both.clone(), None)).unwrap();
+        let day = Utc
+            .with_ymd_and_hms(2023, 10, 13, 0, 0, 0)
+            .unwrap()
+            .timestamp();
+        assert_eq!(within.filter.types, vec![PointType::Episode]);
+        assert_eq!(within.filter.created_from, Some(day));
+        assert_eq!(within.filter.created_to, Some(day + 86_399));
+        // A bound the caller set stays when it is narrower.
+        let narrower = dates.within(&request(both, Some(day + 3_600))).unwrap();
+        assert_eq!(narrower.filter.created_to, Some(day + 3_600));
+        assert!(dates
+            .within(&request(vec![PointType::Memory], None))
+            .is_none());
+        assert!(QueryDates::of("What does she paint?", asked)
+            .within(&request(vec![PointType::Episode], None))
+            .is_none());
     }
 }

@@ -521,6 +521,24 @@ pub async fn find_memories(
             .map_err(SearchError::Index)?;
         hydrate_missing(state, tenant, subject, &hits, &mut rows, &mut episodes).await?;
     }
+    // "What did she paint on October 13, 2023?" by what was said then:
+    // the episodes of those days join the candidates (a search within
+    // them), and weigh more below.
+    let named_dates = if state.ranking.on_date_boost != 1.0 {
+        QueryDates::of(&query, Utc::now().date_naive())
+    } else {
+        QueryDates::default()
+    };
+    if let Some(within) = named_dates.within(&request) {
+        let extra = state
+            .index
+            .search(tenant, &within)
+            .await
+            .map_err(SearchError::Index)?;
+        let known: HashSet<MemoryId> = hits.iter().map(|hit| hit.id).collect();
+        hits.extend(extra.into_iter().filter(|hit| !known.contains(&hit.id)));
+        hydrate_missing(state, tenant, subject, &hits, &mut rows, &mut episodes).await?;
+    }
     if feedback && !hits.is_empty() {
         hits = second_pass(state, tenant, subject, &query, mode, request, hits).await?;
         hydrate_missing(state, tenant, subject, &hits, &mut rows, &mut episodes).await?;
@@ -530,12 +548,6 @@ pub async fn find_memories(
         state.ranking.dated_boost
     } else {
         1.0
-    };
-    // "What did she paint on October 13, 2023?" by what was said then.
-    let named_dates = if state.ranking.on_date_boost != 1.0 {
-        QueryDates::of(&query, Utc::now().date_naive())
-    } else {
-        QueryDates::default()
     };
     let mut candidates = Vec::with_capacity(hits.len());
     for hit in hits {
