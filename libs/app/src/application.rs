@@ -501,6 +501,9 @@ fn ranking_params(retrieval: &mnemo_config::RetrievalSettings) -> RankingParams 
         dated_boost: retrieval.dated_boost.unwrap_or(default.dated_boost),
         speaker_boost: retrieval.speaker_boost.unwrap_or(default.speaker_boost),
         on_date_boost: retrieval.on_date_boost.unwrap_or(default.on_date_boost),
+        neighbour_weight: retrieval
+            .neighbour_weight
+            .unwrap_or(default.neighbour_weight),
     }
 }
 

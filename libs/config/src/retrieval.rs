@@ -21,6 +21,7 @@ pub(crate) struct RawRetrieval {
     dated_boost: Option<f64>,
     speaker_boost: Option<f64>,
     on_date_boost: Option<f64>,
+    neighbour_weight: Option<f64>,
 }
 
 /// The fusion and ranking constants; `None` keeps the retriever's default.
@@ -44,6 +45,9 @@ pub struct RetrievalSettings {
     /// Factor on the relevance of an episode said on (or naming) a date the
     /// query names; 1.0 is off.
     pub on_date_boost: Option<f64>,
+    /// Share of the neighbouring turns' relevance an episode gains; 0 is
+    /// off.
+    pub neighbour_weight: Option<f64>,
 }
 
 impl RawRetrieval {
@@ -55,6 +59,7 @@ impl RawRetrieval {
             ("retrieval.relevance_weight", self.relevance_weight),
             ("retrieval.recency_weight", self.recency_weight),
             ("retrieval.importance_weight", self.importance_weight),
+            ("retrieval.neighbour_weight", self.neighbour_weight),
         ];
         for (key, weight) in weights {
             if weight.is_some_and(|w| !w.is_finite() || w < 0.0) {
@@ -96,6 +101,7 @@ impl RawRetrieval {
             dated_boost: self.dated_boost,
             speaker_boost: self.speaker_boost,
             on_date_boost: self.on_date_boost,
+            neighbour_weight: self.neighbour_weight,
         })
     }
 }

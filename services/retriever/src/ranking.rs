@@ -30,6 +30,10 @@ pub struct RankingParams {
     /// said within it, or naming a date within it, is multiplied by this.
     /// 1.0 turns it off.
     pub on_date_boost: f64,
+    /// An episode's relevance gains this times the relevance of the
+    /// candidates two turns or fewer before and after it in its session.
+    /// 0.0 turns it off.
+    pub neighbour_weight: f64,
 }
 
 impl Default for RankingParams {
@@ -50,6 +54,7 @@ impl Default for RankingParams {
             // 48.4), 71.4 → 72.7 with the named date, 78.2 with both.
             speaker_boost: 2.0,
             on_date_boost: 2.0,
+            neighbour_weight: 0.1,
         }
     }
 }

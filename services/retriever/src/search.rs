@@ -549,6 +549,15 @@ pub async fn find_memories(
     } else {
         1.0
     };
+    // Beside episodes, a memory ranks by when what it holds was said, as
+    // an episode does: a memory consolidated today from a conversation
+    // of last year is not fresh, and ranked by its row's time it
+    // outranked the turns it came from on recency alone.
+    let said_at = if has_episodes(&hits) {
+        said_at(state, tenant, subject, rows.values()).await?
+    } else {
+        HashMap::new()
+    };
     let mut candidates = Vec::with_capacity(hits.len());
     for hit in hits {
         // A point whose row or message is gone (erased, or not projected
@@ -557,8 +566,12 @@ pub async fn find_memories(
         let (item, importance, updated_at) = match hit.payload.point_type {
             PointType::Memory => match rows.remove(&hit.id) {
                 Some(memory) => {
-                    let (importance, updated_at) = (memory.importance, memory.updated_at);
-                    (Item::Memory(memory), importance, updated_at)
+                    let importance = memory.importance;
+                    let at = said_at
+                        .get(&memory.id)
+                        .copied()
+                        .unwrap_or(memory.updated_at);
+                    (Item::Memory(memory), importance, at)
                 }
                 None => continue,
             },
@@ -593,6 +606,7 @@ pub async fn find_memories(
             item: (item, hit),
         });
     }
+    lift_neighbours(&mut candidates, state.ranking.neighbour_weight);
     let ranked = rank(candidates, k, &state.ranking, Utc::now());
     let found: Vec<Found> = ranked
         .into_iter()
@@ -643,6 +657,97 @@ async fn hydrate_missing(
     Ok(())
 }
 
+/// Turns on each side whose relevance lifts an episode's.
+const NEIGHBOURHOOD: u64 = 2;
+
+/// Adds to each episode's relevance `weight` times the relevance of the
+/// candidates up to [`NEIGHBOURHOOD`] turns before and after it in the
+/// same session: what answers a question is often said over a few turns,
+/// and a turn between two relevant ones is likelier relevant than one
+/// alone. Read before any is changed, so the order of the candidates does
+/// not matter.
+fn lift_neighbours(candidates: &mut [Candidate<(Item, Hit)>], weight: f64) {
+    if weight == 0.0 {
+        return;
+    }
+    let place = |item: &Item| match item {
+        Item::Episode(found) => Some((
+            found.episode.stream_id.clone(),
+            found.episode.session.clone(),
+            found.episode.stream_version,
+        )),
+        Item::Memory(_) => None,
+    };
+    let relevance: HashMap<_, f64> = candidates
+        .iter()
+        .filter_map(|c| place(&c.item.0).map(|p| (p, c.relevance)))
+        .collect();
+    let lifts: Vec<f64> = candidates
+        .iter()
+        .map(|c| {
+            let Some((stream, session, version)) = place(&c.item.0) else {
+                return 0.0;
+            };
+            let near = version.saturating_sub(NEIGHBOURHOOD)..=version + NEIGHBOURHOOD;
+            near.filter(|v| *v != version)
+                .filter_map(|v| relevance.get(&(stream.clone(), session.clone(), v)))
+                .sum()
+        })
+        .collect();
+    for (candidate, lift) in candidates.iter_mut().zip(lifts) {
+        candidate.relevance += weight * lift;
+    }
+}
+
+/// Whether episodes are among the hits, i.e. memories compete with them.
+fn has_episodes(hits: &[Hit]) -> bool {
+    hits.iter()
+        .any(|hit| hit.payload.point_type == PointType::Episode)
+}
+
+/// When the source messages of these memories were said (the latest of
+/// each memory's), read in one log call; a memory without readable
+/// sources (written directly, or its messages erased) is absent.
+async fn said_at<'a>(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    subject: &SubjectId,
+    memories: impl Iterator<Item = &'a Memory>,
+) -> Result<HashMap<MemoryId, DateTime<Utc>>, SearchError> {
+    let sources: Vec<(MemoryId, EventId)> = memories
+        .flat_map(|memory| {
+            memory
+                .provenance
+                .source_event_ids
+                .iter()
+                .map(move |source| (memory.id, *source))
+        })
+        .collect();
+    if sources.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let event_ids: Vec<EventId> = sources.iter().map(|(_, source)| *source).collect();
+    let messages = state
+        .log
+        .get_events(tenant, &event_ids)
+        .await
+        .map_err(log_error)?;
+    let when: HashMap<EventId, DateTime<Utc>> = messages
+        .iter()
+        .filter_map(Episode::of)
+        .filter(|episode| &episode.subject == subject)
+        .map(|episode| (episode.event_id, episode.timestamp))
+        .collect();
+    let mut said: HashMap<MemoryId, DateTime<Utc>> = HashMap::new();
+    for (memory, source) in sources {
+        if let Some(at) = when.get(&source) {
+            let latest = said.entry(memory).or_insert(*at);
+            *latest = (*latest).max(*at);
+        }
+    }
+    Ok(said)
+}
+
 /// The query's dense vector, for the modes that search by meaning.
 async fn query_vector(
     state: &RetrieverState,
@@ -689,6 +794,10 @@ async fn hydrate_episodes(
     subject: &SubjectId,
     ids: Vec<MemoryId>,
 ) -> Result<HashMap<MemoryId, EpisodeHit>, SearchError> {
+    // A memory-only search asks the log nothing.
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
     // Every hit's message in one store call: most of a search's hits can be
     // episodes, and a read per hit was a round trip (a transaction, on
     // PostgreSQL) per episode found.
@@ -1133,23 +1242,47 @@ pub async fn build_context(
 /// What of the ranked results goes into the block, in rank order: only
 /// readable ones, so the block and the list stay line for line; a memory
 /// reached by an edge when the one it explains stays; and never a memory
-/// and the episode it came from both (whichever ranks lower is dropped, so
-/// the budget is not spent twice on one thing said).
+/// and the episode it came from both: the memory, curated, is kept, at
+/// the better of the two places, so the budget is not spent twice on one
+/// thing said (an episode can outrank its memory: the turns around it lift
+/// it).
 fn keep_for_block(found: Vec<Found>, min_relevance: f32) -> Vec<Found> {
-    let mut kept: Vec<Found> = Vec::with_capacity(found.len());
+    let above_floor = |f: &Found| {
+        f64::from(f.dense_similarity.unwrap_or(f.parts.relevance as f32))
+            >= f64::from(min_relevance)
+    };
+    // The message each ranked (not edge-reached), relevant memory was made
+    // from, with the memory's place: its episode gives the memory its place.
+    let mut made_from: HashMap<EventId, usize> = HashMap::new();
+    for (at, f) in found.iter().enumerate() {
+        if f.memory().is_some() && f.via.is_none() && f.text().is_some() && above_floor(f) {
+            for source in f.source_event_ids() {
+                made_from.entry(source).or_insert(at);
+            }
+        }
+    }
+    let mut slots: Vec<Option<Found>> = found.into_iter().map(Some).collect();
+    let mut kept: Vec<Found> = Vec::with_capacity(slots.len());
     let mut kept_ids: HashSet<MemoryId> = HashSet::new();
     // Messages already in the block: episodes shown, memories' sources.
     let mut shown: HashSet<EventId> = HashSet::new();
-    for f in found {
+    for at in 0..slots.len() {
+        let Some(mut f) = slots[at].take() else {
+            continue;
+        };
+        if let Item::Episode(hit) = &f.item {
+            if let Some(&memory_at) = made_from.get(&hit.episode.event_id) {
+                if let Some(memory) = slots.get_mut(memory_at).and_then(Option::take) {
+                    f = memory;
+                }
+            }
+        }
         if f.text().is_none() {
             continue;
         }
         let relevant = match f.via {
             Some(via) => kept_ids.contains(&via.of),
-            None => {
-                f64::from(f.dense_similarity.unwrap_or(f.parts.relevance as f32))
-                    >= f64::from(min_relevance)
-            }
+            None => above_floor(&f),
         };
         if !relevant {
             continue;
@@ -1278,6 +1411,60 @@ mod tests {
             },
             dense: None,
         }
+    }
+
+    fn turn(session: &str, version: u64, relevance: f64) -> Candidate<(Item, Hit)> {
+        let episode = Episode {
+            event_id: EventId::new(),
+            stream_version: version,
+            stream_id: "conversation".into(),
+            subject: SubjectId::parse("s").unwrap(),
+            role: mnemo_domain::events::Role::User,
+            content: format!("turn {version}"),
+            message_id: format!("m{version}"),
+            session: Some(mnemo_domain::SessionId::parse(session).unwrap()),
+            agent: None,
+            timestamp: Utc::now(),
+        };
+        Candidate {
+            item: (
+                Item::Episode(EpisodeHit {
+                    turns: vec![episode.clone()],
+                    episode,
+                }),
+                hit(MemoryId::new(), None),
+            ),
+            relevance,
+            importance: 0.5,
+            updated_at: Utc::now(),
+            dense: None,
+        }
+    }
+
+    #[test]
+    fn an_episode_gains_from_relevant_turns_near_it_in_its_session() {
+        let mut candidates = vec![
+            turn("s1", 10, 1.0),
+            turn("s1", 12, 0.5),
+            turn("s1", 13, 0.2),
+            turn("s1", 20, 0.4),
+            turn("s2", 11, 0.8),
+        ];
+        lift_neighbours(&mut candidates, 0.1);
+        let relevance: Vec<f64> = candidates.iter().map(|c| c.relevance).collect();
+        let expected = [
+            1.0 + 0.1 * 0.5,         // 12 is two turns on; 13 is three
+            0.5 + 0.1 * (1.0 + 0.2), // 10 and 13
+            0.2 + 0.1 * 0.5,         // 12 (10 is three turns back)
+            0.4,                     // alone
+            0.8,                     // 10 and 12 are of another session
+        ];
+        for (got, want) in relevance.iter().zip(expected) {
+            assert!((got - want).abs() < 1e-9, "{relevance:?}");
+        }
+        let mut off = vec![turn("s1", 1, 1.0), turn("s1", 2, 1.0)];
+        lift_neighbours(&mut off, 0.0);
+        assert!(off.iter().all(|c| c.relevance == 1.0));
     }
 
     #[test]

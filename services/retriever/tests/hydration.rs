@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use mnemo_auth::{Principal, Scope};
 use mnemo_domain::events::RelationKind;
 use mnemo_domain::events::{streams, MessageReceived, Role};
@@ -342,17 +342,24 @@ impl Fixture {
 
     /// Posts the lines as one conversation (one append, as ingest does)
     /// and indexes them as the episode projection does.
-    async fn post(&self, lines: &[&str]) {
+    async fn post(&self, lines: &[&str]) -> Vec<EventId> {
+        self.post_at(lines, Utc::now()).await
+    }
+
+    /// [`Fixture::post`] said at `timestamp`; the messages' event ids.
+    async fn post_at(&self, lines: &[&str], timestamp: DateTime<Utc>) -> Vec<EventId> {
+        let ids: Vec<EventId> = lines.iter().map(|_| EventId::new()).collect();
         let pending = lines
             .iter()
-            .map(|line| Pending {
-                event_id: EventId::new(),
+            .zip(&ids)
+            .map(|(line, id)| Pending {
+                event_id: *id,
                 subject: Some(self.subject.clone()),
                 event: DomainEvent::MessageReceived(MessageReceived {
                     message_id: EventId::new().to_string(),
                     role: Role::User,
                     content: SubjectText::new(*line),
-                    timestamp: Utc::now(),
+                    timestamp,
                     session: None,
                     agent: None,
                     pii: Default::default(),
@@ -381,6 +388,7 @@ impl Fixture {
         )
         .await
         .unwrap();
+        ids
     }
 
     /// A search as the endpoint runs it (live memories of the subject,
@@ -543,4 +551,44 @@ async fn episode_hits_are_read_with_one_log_call_and_windows_only_for_results() 
         let expected: Vec<u64> = (v.saturating_sub(1).max(1)..=(v + 1).min(12)).collect();
         assert_eq!(versions, expected);
     }
+}
+
+/// Beside episodes, a memory made today from what was said a year ago
+/// ranks as old as what was said (one log read for its sources); a memory
+/// with no source message keeps its row's time.
+#[tokio::test]
+async fn beside_episodes_a_memory_is_as_recent_as_its_sources() {
+    let fx = Fixture::new().await;
+    let said = Utc::now() - chrono::Duration::days(400);
+    let sources = fx.post_at(&["I drink green tea every morning"], said).await;
+    let mut from_old_talk = fx.memory("drinks green tea in the morning");
+    from_old_talk.provenance.source_event_ids = sources;
+    let written_directly = fx.memory("drinks green tea at noon");
+    fx.add(&from_old_talk, true, true).await;
+    fx.add(&written_directly, true, true).await;
+    fx.log.take();
+
+    let both = vec![PointType::Memory, PointType::Episode];
+    let found = fx
+        .search_types("green tea", 10, Mode::Hybrid, both, 0)
+        .await;
+    let recency = |id: MemoryId| {
+        found
+            .iter()
+            .find(|f| f.memory().is_some_and(|m| m.id == id))
+            .map(|f| f.parts.recency)
+            .unwrap()
+    };
+    assert!(recency(from_old_talk.id) < 0.01);
+    assert!(recency(written_directly.id) > 0.99);
+    assert_eq!(
+        fx.log.take(),
+        (0, 2, 0),
+        "one get_events for the episodes, one for the memories' sources"
+    );
+
+    // Memories alone: their rows' time, and no log read.
+    let found = fx.search("green tea", 10, Mode::Hybrid).await;
+    assert!(found.iter().all(|f| f.parts.recency > 0.99));
+    assert_eq!(fx.log.take(), (0, 0, 0));
 }
