@@ -554,7 +554,8 @@ pub async fn find_memories(
     // of last year is not fresh, and ranked by its row's time it
     // outranked the turns it came from on recency alone.
     let said_at = if has_episodes(&hits) {
-        said_at(state, tenant, subject, rows.values()).await?
+        let ranked = hits.iter().filter_map(|hit| rows.get(&hit.id));
+        said_at(state, tenant, subject, ranked, &episodes).await?
     } else {
         HashMap::new()
     };
@@ -706,13 +707,15 @@ fn has_episodes(hits: &[Hit]) -> bool {
 }
 
 /// When the source messages of these memories were said (the latest of
-/// each memory's), read in one log call; a memory without readable
-/// sources (written directly, or its messages erased) is absent.
+/// each memory's): from the episodes already read where a source is one,
+/// the rest in one log call; a memory without readable sources (written
+/// directly, or its messages erased) is absent.
 async fn said_at<'a>(
     state: &RetrieverState,
     tenant: &TenantId,
     subject: &SubjectId,
     memories: impl Iterator<Item = &'a Memory>,
+    episodes: &HashMap<MemoryId, EpisodeHit>,
 ) -> Result<HashMap<MemoryId, DateTime<Utc>>, SearchError> {
     let sources: Vec<(MemoryId, EventId)> = memories
         .flat_map(|memory| {
@@ -723,21 +726,30 @@ async fn said_at<'a>(
                 .map(move |source| (memory.id, *source))
         })
         .collect();
-    if sources.is_empty() {
-        return Ok(HashMap::new());
+    let mut when: HashMap<EventId, DateTime<Utc>> = HashMap::new();
+    let mut unread: Vec<EventId> = Vec::new();
+    for (_, source) in &sources {
+        match episodes.get(&crate::episodes::point_id(source)) {
+            Some(found) => {
+                when.insert(*source, found.episode.timestamp);
+            }
+            None => unread.push(*source),
+        }
     }
-    let event_ids: Vec<EventId> = sources.iter().map(|(_, source)| *source).collect();
-    let messages = state
-        .log
-        .get_events(tenant, &event_ids)
-        .await
-        .map_err(log_error)?;
-    let when: HashMap<EventId, DateTime<Utc>> = messages
-        .iter()
-        .filter_map(Episode::of)
-        .filter(|episode| &episode.subject == subject)
-        .map(|episode| (episode.event_id, episode.timestamp))
-        .collect();
+    if !unread.is_empty() {
+        let messages = state
+            .log
+            .get_events(tenant, &unread)
+            .await
+            .map_err(log_error)?;
+        when.extend(
+            messages
+                .iter()
+                .filter_map(Episode::of)
+                .filter(|episode| &episode.subject == subject)
+                .map(|episode| (episode.event_id, episode.timestamp)),
+        );
+    }
     let mut said: HashMap<MemoryId, DateTime<Utc>> = HashMap::new();
     for (memory, source) in sources {
         if let Some(at) = when.get(&source) {

@@ -343,11 +343,17 @@ impl Fixture {
     /// Posts the lines as one conversation (one append, as ingest does)
     /// and indexes them as the episode projection does.
     async fn post(&self, lines: &[&str]) -> Vec<EventId> {
-        self.post_at(lines, Utc::now()).await
+        self.post_at(lines, Utc::now(), true).await
     }
 
-    /// [`Fixture::post`] said at `timestamp`; the messages' event ids.
-    async fn post_at(&self, lines: &[&str], timestamp: DateTime<Utc>) -> Vec<EventId> {
+    /// [`Fixture::post`] said at `timestamp`, indexed as episodes or only
+    /// appended; the messages' event ids.
+    async fn post_at(
+        &self,
+        lines: &[&str],
+        timestamp: DateTime<Utc>,
+        indexed: bool,
+    ) -> Vec<EventId> {
         let ids: Vec<EventId> = lines.iter().map(|_| EventId::new()).collect();
         let pending = lines
             .iter()
@@ -376,6 +382,9 @@ impl Fixture {
             .append(&self.tenant, &stream, ExpectedVersion::Any, pending)
             .await
             .unwrap();
+        if !indexed {
+            return ids;
+        }
         let turns = episodes::read_turns(&self.state.log, &self.tenant, &stream, 1, u64::MAX)
             .await
             .unwrap();
@@ -560,11 +569,22 @@ async fn episode_hits_are_read_with_one_log_call_and_windows_only_for_results() 
 async fn beside_episodes_a_memory_is_as_recent_as_its_sources() {
     let fx = Fixture::new().await;
     let said = Utc::now() - chrono::Duration::days(400);
-    let sources = fx.post_at(&["I drink green tea every morning"], said).await;
+    // One source is an episode among the hits, its time known without a
+    // read; the other only in the log (appended after the indexing), read
+    // for its time.
+    let among_hits = fx
+        .post_at(&["I drink green tea at lunch"], said, true)
+        .await;
+    let in_log = fx
+        .post_at(&["I drink green tea every morning"], said, false)
+        .await;
     let mut from_old_talk = fx.memory("drinks green tea in the morning");
-    from_old_talk.provenance.source_event_ids = sources;
+    from_old_talk.provenance.source_event_ids = in_log;
+    let mut from_a_hit = fx.memory("drinks green tea at lunch");
+    from_a_hit.provenance.source_event_ids = among_hits;
     let written_directly = fx.memory("drinks green tea at noon");
     fx.add(&from_old_talk, true, true).await;
+    fx.add(&from_a_hit, true, true).await;
     fx.add(&written_directly, true, true).await;
     fx.log.take();
 
@@ -580,11 +600,12 @@ async fn beside_episodes_a_memory_is_as_recent_as_its_sources() {
             .unwrap()
     };
     assert!(recency(from_old_talk.id) < 0.01);
+    assert!(recency(from_a_hit.id) < 0.01);
     assert!(recency(written_directly.id) > 0.99);
     assert_eq!(
         fx.log.take(),
         (0, 2, 0),
-        "one get_events for the episodes, one for the memories' sources"
+        "one get_events for the episodes, one for the source not among them"
     );
 
     // Memories alone: their rows' time, and no log read.
