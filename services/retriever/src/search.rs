@@ -15,7 +15,9 @@ use mnemo_domain::events::RelationKind;
 use mnemo_domain::ids::MAX_ID_LEN;
 use mnemo_domain::memory::{MAX_TAGS, MAX_TAG_CHARS};
 use mnemo_domain::signals::AccessSignal;
-use mnemo_domain::{EventId, Memory, MemoryId, MemoryKind, MemoryState, SubjectId, TenantId};
+use mnemo_domain::{
+    EventId, Memory, MemoryId, MemoryKind, MemoryState, SessionId, SubjectId, TenantId,
+};
 use mnemo_http::views::MemoryView;
 use mnemo_http::{ApiError, Authenticated, SubjectPath};
 use mnemo_vector_index::{Hit, PointType, SearchFilter, SearchMode, SearchRequest as IndexRequest};
@@ -671,14 +673,17 @@ fn lift_neighbours(candidates: &mut [Candidate<(Item, Hit)>], weight: f64) {
     if weight == 0.0 {
         return;
     }
-    let place = |item: &Item| match item {
-        Item::Episode(found) => Some((
-            found.episode.stream_id.clone(),
-            found.episode.session.clone(),
-            found.episode.stream_version,
-        )),
-        Item::Memory(_) => None,
-    };
+    // Keyed by borrowed stream and session: no string copied per lookup.
+    fn place(item: &Item) -> Option<(&str, Option<&SessionId>, u64)> {
+        match item {
+            Item::Episode(found) => Some((
+                found.episode.stream_id.as_str(),
+                found.episode.session.as_ref(),
+                found.episode.stream_version,
+            )),
+            Item::Memory(_) => None,
+        }
+    }
     let relevance: HashMap<_, f64> = candidates
         .iter()
         .filter_map(|c| place(&c.item.0).map(|p| (p, c.relevance)))
@@ -691,7 +696,7 @@ fn lift_neighbours(candidates: &mut [Candidate<(Item, Hit)>], weight: f64) {
             };
             let near = version.saturating_sub(NEIGHBOURHOOD)..=version + NEIGHBOURHOOD;
             near.filter(|v| *v != version)
-                .filter_map(|v| relevance.get(&(stream.clone(), session.clone(), v)))
+                .filter_map(|v| relevance.get(&(stream, session, v)))
                 .sum()
         })
         .collect();
@@ -736,20 +741,12 @@ async fn said_at<'a>(
             None => unread.push(*source),
         }
     }
-    if !unread.is_empty() {
-        let messages = state
-            .log
-            .get_events(tenant, &unread)
-            .await
-            .map_err(log_error)?;
-        when.extend(
-            messages
-                .iter()
-                .filter_map(Episode::of)
-                .filter(|episode| &episode.subject == subject)
-                .map(|episode| (episode.event_id, episode.timestamp)),
-        );
-    }
+    when.extend(
+        read_episodes(state, tenant, subject, &unread)
+            .await?
+            .into_iter()
+            .map(|episode| (episode.event_id, episode.timestamp)),
+    );
     let mut said: HashMap<MemoryId, DateTime<Utc>> = HashMap::new();
     for (memory, source) in sources {
         if let Some(at) = when.get(&source) {
@@ -806,10 +803,6 @@ async fn hydrate_episodes(
     subject: &SubjectId,
     ids: Vec<MemoryId>,
 ) -> Result<HashMap<MemoryId, EpisodeHit>, SearchError> {
-    // A memory-only search asks the log nothing.
-    if ids.is_empty() {
-        return Ok(HashMap::new());
-    }
     // Every hit's message in one store call: most of a search's hits can be
     // episodes, and a read per hit was a round trip (a transaction, on
     // PostgreSQL) per episode found.
@@ -817,19 +810,37 @@ async fn hydrate_episodes(
         .iter()
         .map(|id| EventId::from_uuid(id.as_uuid()))
         .collect();
+    Ok(read_episodes(state, tenant, subject, &event_ids)
+        .await?
+        .into_iter()
+        .map(|episode| {
+            let turns = vec![episode.clone()];
+            (episode.point_id(), EpisodeHit { episode, turns })
+        })
+        .collect())
+}
+
+/// The subject's messages among these events, as episodes, in one log
+/// call (none for no ids: a memory-only search asks the log nothing).
+/// An erased message, or another subject's, is absent.
+async fn read_episodes(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    subject: &SubjectId,
+    event_ids: &[EventId],
+) -> Result<Vec<Episode>, SearchError> {
+    if event_ids.is_empty() {
+        return Ok(Vec::new());
+    }
     let messages = state
         .log
-        .get_events(tenant, &event_ids)
+        .get_events(tenant, event_ids)
         .await
         .map_err(log_error)?;
     Ok(messages
         .iter()
         .filter_map(Episode::of)
         .filter(|episode| &episode.subject == subject)
-        .map(|episode| {
-            let turns = vec![episode.clone()];
-            (episode.point_id(), EpisodeHit { episode, turns })
-        })
         .collect())
 }
 
