@@ -76,24 +76,63 @@ impl SubjectCipher {
             marker::clear_text(m)?;
         }
         let live = self.live_key(tenant, subject).await?;
-        let cipher = live.key.aead();
-        let mut sealed = Vec::with_capacity(markers.len());
+        seal_markers(&live, tenant, subject, markers)
+    }
+
+    /// [`SubjectCipher::seal`] under the subject's live key only when it is
+    /// of `generation`, never creating one: for copies of content the log
+    /// sealed under that key (a projection's rows). A copy written after an
+    /// erasure must neither create the subject's next key nor become
+    /// readable under it, which is what sealing with a new key would do.
+    /// `None` (the payload unchanged) when the live key is another or none.
+    pub async fn seal_in_generation(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        generation: u32,
+        payload: &mut Value,
+    ) -> Result<Option<usize>, CryptoError> {
+        let markers = marker::find_markers_mut(payload, &CLEAR);
         for m in &markers {
-            let clear = marker::clear_text(m)?;
-            let aad = data_key::aad_for(tenant, subject, &live.key_id, clear.is_json());
-            let (nonce, ct) = data_key::seal_bytes(&cipher, &aad, clear.bytes())?;
-            sealed.push(marker::sealed_marker(
-                &live.key_id,
-                &nonce,
-                &ct,
-                clear.is_json(),
-            ));
+            marker::clear_text(m)?;
         }
-        let n = markers.len();
-        for (m, s) in markers.into_iter().zip(sealed) {
-            *m = s;
-        }
-        Ok(n)
+        let Some(live) = self.key_of_generation(tenant, subject, generation).await? else {
+            return Ok(None);
+        };
+        seal_markers(&live, tenant, subject, markers).map(Some)
+    }
+
+    /// [`SubjectCipher::tokens`] under the subject's live key only when it
+    /// is of `generation`, never creating one, as
+    /// [`SubjectCipher::seal_in_generation`] seals.
+    pub async fn tokens_in_generation(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        generation: u32,
+        purpose: TokenPurpose,
+        values: &[String],
+    ) -> Result<Option<Vec<String>>, CryptoError> {
+        let Some(live) = self.key_of_generation(tenant, subject, generation).await? else {
+            return Ok(None);
+        };
+        Ok(Some(
+            values.iter().map(|v| live.key.token(purpose, v)).collect(),
+        ))
+    }
+
+    /// The live key when it exists and is of `generation`. A destroy racing
+    /// the lookup may leave the next key created, but it is never returned.
+    async fn key_of_generation(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        generation: u32,
+    ) -> Result<Option<KeyRef>, CryptoError> {
+        Ok(self
+            .existing_live_key(tenant, subject)
+            .await?
+            .filter(|k| k.generation == generation))
     }
 
     /// Replaces every sealed marker with `{"$text": s}` (or `{"$value": v}`
@@ -465,6 +504,34 @@ fn insert_id(entry: &mut CachedSubject, key_id: &str, key: Option<Arc<DataKey>>,
         return;
     }
     entry.by_id.insert(key_id.to_owned(), (key, now));
+}
+
+/// Seals each clear marker under `live`, all or nothing: the markers are
+/// replaced only once every one is sealed.
+fn seal_markers(
+    live: &KeyRef,
+    tenant: &TenantId,
+    subject: &SubjectId,
+    markers: Vec<&mut Value>,
+) -> Result<usize, CryptoError> {
+    let cipher = live.key.aead();
+    let mut sealed = Vec::with_capacity(markers.len());
+    for m in &markers {
+        let clear = marker::clear_text(m)?;
+        let aad = data_key::aad_for(tenant, subject, &live.key_id, clear.is_json());
+        let (nonce, ct) = data_key::seal_bytes(&cipher, &aad, clear.bytes())?;
+        sealed.push(marker::sealed_marker(
+            &live.key_id,
+            &nonce,
+            &ct,
+            clear.is_json(),
+        ));
+    }
+    let n = markers.len();
+    for (m, s) in markers.into_iter().zip(sealed) {
+        *m = s;
+    }
+    Ok(n)
 }
 
 #[cfg(test)]

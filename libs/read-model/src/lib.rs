@@ -103,6 +103,10 @@ fn summarise(
 pub enum ReadModelError {
     #[error("memory content is erased: it cannot be projected")]
     ErasedContent,
+    /// The subject's key is no longer the one a memory was read under: the
+    /// subject was erased since, and the memory must not be written.
+    #[error("the subject was erased since the memory was read: it cannot be projected")]
+    SubjectErased,
     #[error("read model row is corrupt: {0}")]
     Corrupt(String),
     /// Sealing or opening a row's subject fields failed for another reason
@@ -130,6 +134,7 @@ impl ReadModelError {
     pub fn code(&self) -> &'static str {
         match self {
             ReadModelError::ErasedContent => "read_model_erased_content",
+            ReadModelError::SubjectErased => "read_model_subject_erased",
             ReadModelError::Corrupt(_) => "read_model_corrupt",
             ReadModelError::Crypto(_) => "read_model_crypto",
             ReadModelError::Backend(_) => "read_model_unavailable",
@@ -139,14 +144,22 @@ impl ReadModelError {
 
 #[async_trait]
 pub trait MemoryReadModel: Send + Sync + 'static {
-    /// Writes the memory's state when it is newer than what is stored.
+    /// Writes the memory's state when it is newer than what is stored,
+    /// sealed under its subject's live key (created on first use).
     async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError>;
     /// [`MemoryReadModel::upsert`] of several memories in one transaction:
     /// a projection's run of rows becomes visible together, for one write.
+    ///
+    /// Each memory comes with the generation of its subject's key that its
+    /// content was read under, and is sealed under that key only: when the
+    /// subject was erased since (the key destroyed, perhaps a next one
+    /// made), nothing is written and the call fails with
+    /// [`ReadModelError::SubjectErased`]. Sealing under whatever key is live
+    /// would create the next key and write the erased content readable.
     async fn upsert_many(
         &self,
         tenant: &TenantId,
-        memories: &[Memory],
+        memories: &[(Memory, u32)],
     ) -> Result<(), ReadModelError>;
     async fn remove(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), ReadModelError>;
     async fn get(&self, tenant: &TenantId, id: &MemoryId)
@@ -219,6 +232,7 @@ mod tests {
     fn error_codes_are_stable_and_distinct() {
         let errors = [
             ReadModelError::ErasedContent,
+            ReadModelError::SubjectErased,
             ReadModelError::Corrupt("kind".into()),
             ReadModelError::Crypto(mnemo_crypto::CryptoError::Encrypt),
             ReadModelError::Backend("connection reset".into()),
@@ -228,12 +242,13 @@ mod tests {
             codes,
             [
                 "read_model_erased_content",
+                "read_model_subject_erased",
                 "read_model_corrupt",
                 "read_model_crypto",
                 "read_model_unavailable"
             ]
         );
         // The detail is for the message, never the code.
-        assert_eq!(ReadModelError::Backend("other".into()).code(), codes[3]);
+        assert_eq!(ReadModelError::Backend("other".into()).code(), codes[4]);
     }
 }

@@ -170,25 +170,22 @@ fn decode(row: &PgRow) -> Result<StoredRow, ReadModelError> {
     Ok(StoredRow { memory, sealed })
 }
 
-#[async_trait]
-impl MemoryReadModel for PostgresMemoryReadModel {
-    async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError> {
-        self.upsert_many(tenant, std::slice::from_ref(memory)).await
-    }
-
-    async fn upsert_many(
+impl PostgresMemoryReadModel {
+    /// The rows in one transaction, sealed before it.
+    async fn write(
         &self,
         tenant: &TenantId,
-        memories: &[Memory],
+        rows: &[sealed::Row<'_>],
     ) -> Result<(), ReadModelError> {
-        if memories.is_empty() {
+        if rows.is_empty() {
             return Ok(());
         }
         // Sealed before the transaction: no row lock is held while the key
         // store is asked.
-        let sealed_rows = sealed::seal_all(&self.cipher, tenant, memories).await?;
+        let sealed_rows = sealed::seal_all(&self.cipher, tenant, rows).await?;
         let mut tx = self.tenant.begin(tenant).await.map_err(pg)?;
-        for (memory, sealed) in memories.iter().zip(&sealed_rows) {
+        for (row, sealed) in rows.iter().zip(&sealed_rows) {
+            let memory = row.memory;
             // Only a newer version replaces the row, so a redelivered or
             // reordered event cannot move a memory back in time.
             sqlx::query(
@@ -228,6 +225,32 @@ impl MemoryReadModel for PostgresMemoryReadModel {
         .map_err(backend)?;
         }
         tx.commit().await.map_err(backend)
+    }
+}
+
+#[async_trait]
+impl MemoryReadModel for PostgresMemoryReadModel {
+    async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError> {
+        let row = sealed::Row {
+            memory,
+            generation: None,
+        };
+        self.write(tenant, &[row]).await
+    }
+
+    async fn upsert_many(
+        &self,
+        tenant: &TenantId,
+        memories: &[(Memory, u32)],
+    ) -> Result<(), ReadModelError> {
+        let rows: Vec<sealed::Row<'_>> = memories
+            .iter()
+            .map(|(memory, generation)| sealed::Row {
+                memory,
+                generation: Some(*generation),
+            })
+            .collect();
+        self.write(tenant, &rows).await
     }
 
     async fn remove(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), ReadModelError> {

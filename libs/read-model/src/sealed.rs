@@ -35,6 +35,13 @@ struct SubjectFields {
     session: Option<String>,
 }
 
+/// A memory to write, with the generation of its subject's key that its
+/// content was read under when it has one (see [`crate::MemoryReadModel::upsert_many`]).
+pub(crate) struct Row<'a> {
+    pub memory: &'a Memory,
+    pub generation: Option<u32>,
+}
+
 /// What a row stores of the subject when it is written.
 pub(crate) struct SealedRow {
     /// The sealed blob, as the JSON text of its `$sealed` marker.
@@ -48,23 +55,26 @@ pub(crate) struct SealedRow {
 pub(crate) async fn seal_all(
     cipher: &SubjectCipher,
     tenant: &TenantId,
-    memories: &[Memory],
+    rows: &[Row<'_>],
 ) -> Result<Vec<SealedRow>, ReadModelError> {
-    let mut sealed = Vec::with_capacity(memories.len());
-    for memory in memories {
-        sealed.push(seal(cipher, tenant, memory).await?);
+    let mut sealed = Vec::with_capacity(rows.len());
+    for row in rows {
+        sealed.push(seal(cipher, tenant, row).await?);
     }
     Ok(sealed)
 }
 
 /// Seals the memory's subject fields and tokenises its tags under the
-/// subject's live key (created on first use, as the log does). An erased
+/// subject's live key: created on first use (as the log does) for a row
+/// without a generation, and only the key of its generation for one with
+/// ([`ReadModelError::SubjectErased`] when that key is gone). An erased
 /// memory cannot be sealed: its content is gone.
 pub(crate) async fn seal(
     cipher: &SubjectCipher,
     tenant: &TenantId,
-    memory: &Memory,
+    row: &Row<'_>,
 ) -> Result<SealedRow, ReadModelError> {
+    let memory = row.memory;
     let Some(content) = memory.content.as_text() else {
         return Err(ReadModelError::ErasedContent);
     };
@@ -76,10 +86,26 @@ pub(crate) async fn seal(
     let mut blob = serde_json::json!({
         "$value": serde_json::to_value(&fields).expect("subject fields serialize")
     });
-    cipher.seal(tenant, &memory.subject, &mut blob).await?;
-    let tag_tokens = cipher
-        .tokens(tenant, &memory.subject, TokenPurpose::Tag, &memory.tags)
-        .await?;
+    let subject = &memory.subject;
+    let tag_tokens = match row.generation {
+        None => {
+            cipher.seal(tenant, subject, &mut blob).await?;
+            cipher
+                .tokens(tenant, subject, TokenPurpose::Tag, &memory.tags)
+                .await?
+        }
+        Some(generation) => {
+            let erased = ReadModelError::SubjectErased;
+            cipher
+                .seal_in_generation(tenant, subject, generation, &mut blob)
+                .await?
+                .ok_or(erased)?;
+            cipher
+                .tokens_in_generation(tenant, subject, generation, TokenPurpose::Tag, &memory.tags)
+                .await?
+                .ok_or(ReadModelError::SubjectErased)?
+        }
+    };
     Ok(SealedRow {
         sealed: blob.to_string(),
         tag_tokens,

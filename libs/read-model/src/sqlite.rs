@@ -201,32 +201,55 @@ fn decode(row: &sqlx::sqlite::SqliteRow) -> Result<StoredRow, ReadModelError> {
     Ok(StoredRow { memory, sealed })
 }
 
-#[async_trait]
-impl MemoryReadModel for SqliteMemoryReadModel {
-    async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError> {
-        self.upsert_many(tenant, std::slice::from_ref(memory)).await
-    }
-
-    async fn upsert_many(
+impl SqliteMemoryReadModel {
+    /// The rows in one transaction, sealed before it.
+    async fn write(
         &self,
         tenant: &TenantId,
-        memories: &[Memory],
+        rows: &[sealed::Row<'_>],
     ) -> Result<(), ReadModelError> {
-        if memories.is_empty() {
+        if rows.is_empty() {
             return Ok(());
         }
         // Sealed before the write transaction: the key store may live in
         // this very database, and creating a key writes to it.
-        let sealed_rows = sealed::seal_all(&self.cipher, tenant, memories).await?;
+        let sealed_rows = sealed::seal_all(&self.cipher, tenant, rows).await?;
         let mut tx = self
             .pool
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(backend)?;
-        for (memory, sealed) in memories.iter().zip(&sealed_rows) {
+        for (row, sealed) in rows.iter().zip(&sealed_rows) {
+            let memory = row.memory;
             upsert_in(&mut tx, tenant, memory, sealed).await?;
         }
         tx.commit().await.map_err(backend)
+    }
+}
+
+#[async_trait]
+impl MemoryReadModel for SqliteMemoryReadModel {
+    async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError> {
+        let row = sealed::Row {
+            memory,
+            generation: None,
+        };
+        self.write(tenant, &[row]).await
+    }
+
+    async fn upsert_many(
+        &self,
+        tenant: &TenantId,
+        memories: &[(Memory, u32)],
+    ) -> Result<(), ReadModelError> {
+        let rows: Vec<sealed::Row<'_>> = memories
+            .iter()
+            .map(|(memory, generation)| sealed::Row {
+                memory,
+                generation: Some(*generation),
+            })
+            .collect();
+        self.write(tenant, &rows).await
     }
 
     async fn remove(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), ReadModelError> {

@@ -23,7 +23,7 @@ use mnemo_crypto::{CryptoError, SubjectCipher, TokenPurpose};
 use mnemo_domain::{Memory, MemoryId, MemoryState, RecordedEvent, TenantId};
 use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::SealedLog;
-use mnemo_read_model::MemoryReadModel;
+use mnemo_read_model::{MemoryReadModel, ReadModelError};
 use mnemo_vector_index::{Point, PointPayload, PointType, VectorIndex};
 
 pub struct MemoryProjection {
@@ -56,19 +56,16 @@ impl MemoryProjection {
     async fn write_rows(
         &self,
         rows: &[((TenantId, MemoryId), Pending)],
-    ) -> Result<(), HandlerError> {
-        let mut by_tenant: HashMap<&TenantId, Vec<Memory>> = HashMap::new();
+    ) -> Result<(), ReadModelError> {
+        let mut by_tenant: HashMap<&TenantId, Vec<(Memory, u32)>> = HashMap::new();
         for ((tenant, _), row) in rows {
             by_tenant
                 .entry(tenant)
                 .or_default()
-                .push(row.memory.clone());
+                .push((row.memory.clone(), row.generation));
         }
         for (tenant, memories) in by_tenant {
-            self.read_model
-                .upsert_many(tenant, &memories)
-                .await
-                .map_err(retryable)?;
+            self.read_model.upsert_many(tenant, &memories).await?;
         }
         Ok(())
     }
@@ -108,25 +105,30 @@ pub struct PointTokens {
 
 impl PointTokens {
     /// The tokens of `memory`'s tags and session under its subject's key
-    /// (which exists: the memory's content was readable).
+    /// of `generation`, the one its content was read under; `None` when
+    /// that key is gone (erased since). Never creates a key: tokens under
+    /// the subject's next one would match its erased tags again.
     pub async fn of(
         cipher: &SubjectCipher,
         tenant: &TenantId,
         memory: &Memory,
-    ) -> Result<Self, CryptoError> {
+        generation: u32,
+    ) -> Result<Option<Self>, CryptoError> {
         let subject = &memory.subject;
-        let tags = cipher
-            .tokens(tenant, subject, TokenPurpose::Tag, &memory.tags)
-            .await?;
+        let tokens = |purpose, values| {
+            cipher.tokens_in_generation(tenant, subject, generation, purpose, values)
+        };
+        let Some(tags) = tokens(TokenPurpose::Tag, &memory.tags).await? else {
+            return Ok(None);
+        };
         let session = match &memory.session {
-            Some(s) => Some(
-                cipher
-                    .token(tenant, subject, TokenPurpose::Session, s.as_str())
-                    .await?,
-            ),
+            Some(s) => match tokens(TokenPurpose::Session, &[s.as_str().to_owned()]).await? {
+                Some(mut one) => one.pop(),
+                None => return Ok(None),
+            },
             None => None,
         };
-        Ok(PointTokens { tags, session })
+        Ok(Some(PointTokens { tags, session }))
     }
 }
 
@@ -159,6 +161,15 @@ impl EventHandler for MemoryProjection {
                 "memory event without subject".into(),
             ));
         };
+        // The key's generation is read before the stream: content found
+        // readable was then read under it (or the erasure came between, and
+        // the flush refuses the row), never under a key made after it.
+        let generation = self
+            .log
+            .cipher()
+            .live_generation(&event.tenant, subject)
+            .await
+            .map_err(retryable)?;
         let stream = self
             .log
             .read_stream(&event.tenant, &event.stream_id)
@@ -192,18 +203,9 @@ impl EventHandler for MemoryProjection {
         {
             return Ok(());
         }
-        let Some(content) = memory.content.as_text() else {
+        let (Some(generation), Some(content)) = (generation, memory.content.as_text()) else {
             // The subject was erased: never bring its row or point back.
-            self.pending().remove(&key);
-            self.read_model
-                .remove(&event.tenant, &memory.id)
-                .await
-                .map_err(retryable)?;
-            self.index
-                .delete(&event.tenant, &[memory.id])
-                .await
-                .map_err(retryable)?;
-            return Ok(());
+            return self.forget(key).await;
         };
         let previous_content = previous.as_ref().and_then(|p| p.content.as_text());
         let embed = if memory.state == MemoryState::Deleted {
@@ -213,9 +215,13 @@ impl EventHandler for MemoryProjection {
                 .map_err(retryable)?;
             false
         } else if previous_content == Some(content) && !unwritten {
-            let tokens = PointTokens::of(self.log.cipher(), &event.tenant, &memory)
+            let tokens = PointTokens::of(self.log.cipher(), &event.tenant, &memory, generation)
                 .await
                 .map_err(retryable)?;
+            let Some(tokens) = tokens else {
+                // Erased since the stream was read.
+                return self.forget(key).await;
+            };
             self.index
                 .update_payload(
                     &event.tenant,
@@ -228,37 +234,74 @@ impl EventHandler for MemoryProjection {
         } else {
             true
         };
-        let generation = self
-            .log
-            .cipher()
-            .live_generation(&event.tenant, subject)
-            .await
-            .map_err(retryable)?;
-        match generation {
-            Some(generation) => {
-                self.pending().insert(
-                    key,
-                    Pending {
-                        memory,
-                        generation,
-                        embed,
-                    },
-                );
-            }
-            // Erased since the stream was read: take the point back.
-            None => {
-                self.pending().remove(&key);
-                self.index
-                    .delete(&event.tenant, &[memory.id])
-                    .await
-                    .map_err(retryable)?
-            }
-        }
+        self.pending().insert(
+            key,
+            Pending {
+                memory,
+                generation,
+                embed,
+            },
+        );
         Ok(())
     }
 
     async fn flush(&self) -> Result<(), HandlerError> {
         let rows: Vec<_> = self.pending().drain().collect();
+        let (mut live, mut outcome) = self.drop_erased(rows).await;
+        if outcome.is_ok() {
+            outcome = self.write_points(&mut live).await;
+        }
+        if outcome.is_ok() {
+            outcome = self.index.flush().await.map_err(retryable);
+        }
+        if outcome.is_ok() {
+            outcome = match self.write_rows(&live).await {
+                // An erasure destroyed a key since `drop_erased` looked (the
+                // read model refuses to seal under any other): look again,
+                // which takes those rows' points back, and write the rest.
+                Err(ReadModelError::SubjectErased) => {
+                    let (rest, dropped) = self.drop_erased(live).await;
+                    live = rest;
+                    match dropped {
+                        Ok(()) => self.write_rows(&live).await.map_err(retryable),
+                        Err(error) => Err(error),
+                    }
+                }
+                written => written.map_err(retryable),
+            };
+        }
+        if outcome.is_err() {
+            for (key, row) in live {
+                self.keep(key, row);
+            }
+        }
+        outcome
+    }
+}
+
+impl MemoryProjection {
+    /// A memory of an erased subject: nothing pending, no row, no point.
+    async fn forget(&self, key: (TenantId, MemoryId)) -> Result<(), HandlerError> {
+        self.pending().remove(&key);
+        let (tenant, id) = &key;
+        self.read_model
+            .remove(tenant, id)
+            .await
+            .map_err(retryable)?;
+        self.index.delete(tenant, &[*id]).await.map_err(retryable)
+    }
+
+    /// The rows whose subject still has the key they were read under; the
+    /// points of the others (erased meanwhile: the erasure removed their
+    /// rows) are deleted, so a point written before the erasure cannot
+    /// outlive it. On an error the rows not yet looked at are all kept.
+    async fn drop_erased(
+        &self,
+        rows: Vec<((TenantId, MemoryId), Pending)>,
+    ) -> (
+        Vec<((TenantId, MemoryId), Pending)>,
+        Result<(), HandlerError>,
+    ) {
         let mut live = Vec::with_capacity(rows.len());
         let mut outcome = Ok(());
         for (key, row) in rows {
@@ -275,8 +318,6 @@ impl EventHandler for MemoryProjection {
             {
                 Ok(Some(generation)) if generation == row.generation => live.push((key, row)),
                 Ok(_) => {
-                    // Erased meanwhile: the erasure removed the row; the
-                    // point written before it must not outlive it.
                     if let Err(error) = self.index.delete(tenant, &[*id]).await {
                         outcome = Err(retryable(error));
                         live.push((key, row));
@@ -288,25 +329,9 @@ impl EventHandler for MemoryProjection {
                 }
             }
         }
-        if outcome.is_ok() {
-            outcome = self.write_points(&mut live).await;
-        }
-        if outcome.is_ok() {
-            outcome = self.index.flush().await.map_err(retryable);
-        }
-        if outcome.is_ok() {
-            outcome = self.write_rows(&live).await;
-        }
-        if outcome.is_err() {
-            for (key, row) in live {
-                self.keep(key, row);
-            }
-        }
-        outcome
+        (live, outcome)
     }
-}
 
-impl MemoryProjection {
     /// Embeds the rows whose content changed, in one embedder call, and
     /// writes their points, one index write per tenant; each written row
     /// is marked so (a failed flush keeps the others for the next one).
@@ -337,9 +362,14 @@ impl MemoryProjection {
         let mut by_tenant: HashMap<TenantId, Vec<(usize, Point)>> = HashMap::new();
         for ((&i, dense), text) in changed.iter().zip(vectors).zip(texts) {
             let ((tenant, id), row) = &rows[i];
-            let tokens = PointTokens::of(self.log.cipher(), tenant, &row.memory)
+            let tokens = PointTokens::of(self.log.cipher(), tenant, &row.memory, row.generation)
                 .await
                 .map_err(retryable)?;
+            // Erased since it was read: no point, and the rows' write
+            // refuses it, which sends the flush to drop it.
+            let Some(tokens) = tokens else {
+                continue;
+            };
             by_tenant.entry(tenant.clone()).or_default().push((
                 i,
                 Point {

@@ -271,9 +271,22 @@ async fn index_chunk(
     // One upsert per tenant: the port refuses a batch mixing tenants.
     let mut by_tenant: Vec<(TenantId, Vec<Point>)> = Vec::new();
     for ((tenant, memory), dense) in live.into_iter().zip(vectors) {
-        let tokens = PointTokens::of(log.cipher(), &tenant, &memory)
+        let log_error = |e: mnemo_crypto::CryptoError| ReplayError::Log(e.to_string());
+        let tokens = match log
+            .cipher()
+            .live_generation(&tenant, &memory.subject)
             .await
-            .map_err(|e| ReplayError::Log(e.to_string()))?;
+            .map_err(log_error)?
+        {
+            Some(generation) => PointTokens::of(log.cipher(), &tenant, &memory, generation)
+                .await
+                .map_err(log_error)?,
+            None => None,
+        };
+        // Erased since its stream was read: no point, as for an erased one.
+        let Some(tokens) = tokens else {
+            continue;
+        };
         let point = Point {
             id: memory.id,
             dense,

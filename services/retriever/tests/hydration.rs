@@ -48,7 +48,7 @@ impl MemoryReadModel for Counting {
     async fn upsert_many(
         &self,
         tenant: &TenantId,
-        memories: &[Memory],
+        memories: &[(Memory, u32)],
     ) -> Result<(), ReadModelError> {
         self.inner.upsert_many(tenant, memories).await
     }

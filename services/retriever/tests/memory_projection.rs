@@ -3,10 +3,11 @@
 //! and written in one index write at the flush; rows appear only once their
 //! points are durable; a memory created and deleted in one run, or changed
 //! only in its state, is never embedded again; a failed embedding loses
-//! nothing and is retried by the next flush.
+//! nothing and is retried by the next flush; an erasure landing while a
+//! run is flushed leaves neither its row nor its point.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mnemo_bus::EventHandler;
@@ -26,12 +27,15 @@ use mnemo_vector_index::{EdgeVectorIndex, SearchMode, SearchRequest, VectorIndex
 
 const DIMENSION: usize = 64;
 
-/// The lexical embedder, counting calls and texts, failing on demand.
+/// The lexical embedder, counting calls and texts, failing on demand, and
+/// destroying a subject's key while it embeds when told to: an erasure
+/// landing between the flush's look at the keys and its writes.
 struct Counting {
     inner: LexicalEmbedder,
     calls: AtomicUsize,
     texts: AtomicUsize,
     fail: AtomicBool,
+    erase_while_embedding: Mutex<Option<(Arc<SubjectCipher>, TenantId, SubjectId)>>,
 }
 
 #[async_trait]
@@ -46,6 +50,10 @@ impl Embedder for Counting {
         }
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.texts.fetch_add(texts.len(), Ordering::SeqCst);
+        let erase = self.erase_while_embedding.lock().unwrap().take();
+        if let Some((cipher, tenant, subject)) = erase {
+            cipher.destroy(&tenant, &subject).await.unwrap();
+        }
         self.inner.embed(texts).await
     }
 }
@@ -56,6 +64,7 @@ struct Fixture {
     read_model: Arc<SqliteMemoryReadModel>,
     index: Arc<EdgeVectorIndex>,
     embedder: Arc<Counting>,
+    cipher: Arc<SubjectCipher>,
     tenant: TenantId,
     subject: SubjectId,
 }
@@ -69,14 +78,16 @@ impl Fixture {
         let cipher = Arc::new(SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new())));
         Fixture {
             log: SealedLog::new(Arc::new(store), cipher.clone()),
-            read_model: Arc::new(SqliteMemoryReadModel::new(pool, cipher)),
+            read_model: Arc::new(SqliteMemoryReadModel::new(pool, cipher.clone())),
             index: Arc::new(EdgeVectorIndex::open(&dir.path().join("vectors"), DIMENSION).unwrap()),
             embedder: Arc::new(Counting {
                 inner: LexicalEmbedder::new(DIMENSION),
                 calls: AtomicUsize::new(0),
                 texts: AtomicUsize::new(0),
                 fail: AtomicBool::new(false),
+                erase_while_embedding: Mutex::new(None),
             }),
+            cipher,
             tenant: TenantId::parse("t1").unwrap(),
             subject: SubjectId::parse("s1").unwrap(),
             _dir: dir,
@@ -264,4 +275,44 @@ async fn a_failed_embedding_keeps_the_run_for_the_next_flush() {
     projection.flush().await.unwrap();
     assert_eq!(fx.found("goats").await, vec![id]);
     assert!(fx.read_model.get(&fx.tenant, &id).await.unwrap().is_some());
+}
+
+/// The subject is erased after the flush looked at its key and before the
+/// row is written (here: while the run is embedded). The read model will
+/// not seal the row under any key but the one it was read under, so the
+/// flush looks again, takes the point back and writes nothing of the
+/// subject: no row to list, no point to find, and no key made for it.
+#[tokio::test]
+async fn an_erasure_during_the_flush_leaves_no_row_point_or_key() {
+    let fx = Fixture::new().await;
+    let projection = fx.projection();
+    let (id, event) = fx.create("The user keeps goats").await;
+    projection.handle(&event).await.unwrap();
+    *fx.embedder.erase_while_embedding.lock().unwrap() =
+        Some((fx.cipher.clone(), fx.tenant.clone(), fx.subject.clone()));
+
+    projection.flush().await.unwrap();
+    assert_eq!(fx.embedder.calls.load(Ordering::SeqCst), 1);
+    assert!(fx.read_model.get(&fx.tenant, &id).await.unwrap().is_none());
+    let filter = mnemo_read_model::MemoryFilter {
+        limit: 10,
+        ..Default::default()
+    };
+    assert!(fx
+        .read_model
+        .list(&fx.tenant, &fx.subject, &filter)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(fx.found("goats").await.is_empty());
+    assert_eq!(
+        fx.cipher
+            .live_generation(&fx.tenant, &fx.subject)
+            .await
+            .unwrap(),
+        None
+    );
+    // Nothing is left pending to bring it back at a later flush.
+    projection.flush().await.unwrap();
+    assert!(fx.read_model.get(&fx.tenant, &id).await.unwrap().is_none());
 }

@@ -106,9 +106,10 @@ pub async fn upserts_many_in_one_write_with_the_same_version_rule(model: &dyn Me
     let mut stale = first.clone();
     stale.version = 1;
     stale.content = SubjectText::new("lives in Lyon");
-    // A newer version, a new row, and (after them) a stale one.
+    // A newer version, a new row, and (after them) a stale one, read
+    // under the subject's first key (made by the upsert above).
     model
-        .upsert_many(&t, &[first.clone(), second.clone(), stale])
+        .upsert_many(&t, &[(first.clone(), 1), (second.clone(), 1), (stale, 1)])
         .await
         .unwrap();
     let got = model.get_many(&t, &[first.id, second.id]).await.unwrap();
@@ -122,10 +123,73 @@ pub async fn upserts_many_in_one_write_with_the_same_version_rule(model: &dyn Me
     let mut erased = memory("s1", MemoryKind::Fact, "x", &[]);
     erased.content = SubjectText::Erased;
     assert!(model
-        .upsert_many(&t, &[third.clone(), erased])
+        .upsert_many(&t, &[(third.clone(), 1), (erased, 1)])
         .await
         .is_err());
     assert!(model.get(&t, &third.id).await.unwrap().is_none());
+}
+
+/// A row read under a key that an erasure destroyed since is refused, the
+/// whole write with it, and no key is made for it: sealing it under a new
+/// key would serve the erased memory again. Rows read under the subject's
+/// next key are written.
+pub async fn rows_read_under_a_destroyed_key_are_not_written(f: &Fixture) {
+    let model = &*f.model;
+    let t = TenantId::parse("t1").unwrap();
+    let s1 = subject("s1");
+    let first = memory("s1", MemoryKind::Fact, "lives in Lyon", &["home"]);
+    model.upsert(&t, &first).await.unwrap();
+    let read = f.cipher.live_generation(&t, &s1).await.unwrap().unwrap();
+    let mut revised = first.clone();
+    revised.version = 2;
+    revised.content = SubjectText::new("lives in Paris");
+    let other = memory("s2", MemoryKind::Fact, "s2's", &[]);
+    model.upsert(&t, &other).await.unwrap();
+    let s2_generation = f
+        .cipher
+        .live_generation(&t, &subject("s2"))
+        .await
+        .unwrap()
+        .unwrap();
+
+    f.cipher.destroy(&t, &s1).await.unwrap();
+    model.delete_subject(&t, &s1).await.unwrap();
+    let mut other_revised = other.clone();
+    other_revised.version = 2;
+    let refused = model
+        .upsert_many(
+            &t,
+            &[
+                (other_revised.clone(), s2_generation),
+                (revised.clone(), read),
+            ],
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(ReadModelError::SubjectErased)),
+        "{refused:?}"
+    );
+    assert_eq!(f.cipher.live_generation(&t, &s1).await.unwrap(), None);
+    assert!(model.list(&t, &s1, &all()).await.unwrap().is_empty());
+    assert_eq!(model.get(&t, &other.id).await.unwrap(), Some(other));
+
+    // The subject writes again: its next key, under which the old read is
+    // still refused and a new one written.
+    let later = memory("s1", MemoryKind::Fact, "written after", &[]);
+    model.upsert(&t, &later).await.unwrap();
+    let next = f.cipher.live_generation(&t, &s1).await.unwrap().unwrap();
+    assert_ne!(next, read);
+    assert!(matches!(
+        model.upsert_many(&t, &[(revised.clone(), read)]).await,
+        Err(ReadModelError::SubjectErased)
+    ));
+    let mut later_revised = later.clone();
+    later_revised.version = 2;
+    model
+        .upsert_many(&t, &[(later_revised.clone(), next)])
+        .await
+        .unwrap();
+    assert_eq!(model.list(&t, &s1, &all()).await.unwrap(), [later_revised]);
 }
 
 pub async fn lists_with_filters_pages_and_tenant_isolation(model: &dyn MemoryReadModel) {
@@ -683,6 +747,7 @@ macro_rules! read_model_cases {
             tag_filters_match_through_tokens,
             subject_fields_round_trip_through_every_read,
             rows_of_a_destroyed_key_are_not_served,
+            rows_read_under_a_destroyed_key_are_not_written,
             legacy_rows_still_read,
         );
     };
