@@ -465,7 +465,7 @@ fn retriever_state(
         metrics: metrics.clone(),
         embedder: vectors.embedder.clone(),
         index: vectors.index.clone(),
-        bus: bus.clone(),
+        access: mnemo_retriever::access::AccessSignals::start(bus.clone()),
         ranking: ranking_params(&settings.retrieval),
         rrf_k: settings
             .retrieval

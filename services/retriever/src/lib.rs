@@ -8,6 +8,7 @@
 //! are short), so they are consistent the moment a write returns; lists come
 //! from the read model and trail the log by the relay's lag.
 
+pub mod access;
 pub mod asof;
 pub mod context;
 pub mod cues;
@@ -25,7 +26,6 @@ pub mod search;
 use std::sync::Arc;
 
 use actix_web::web;
-use mnemo_bus::Bus;
 use mnemo_config::Policies;
 use mnemo_domain::consolidation::ConsolidationPolicy;
 use mnemo_embed::Embedder;
@@ -45,7 +45,9 @@ pub struct RetrieverState {
     pub metrics: Arc<Metrics>,
     pub embedder: Arc<dyn Embedder>,
     pub index: Arc<dyn VectorIndex>,
-    pub bus: Arc<dyn Bus>,
+    /// Where searches leave their access signals (published off the
+    /// request path).
+    pub access: access::AccessSignals,
     pub ranking: RankingParams,
     /// Reciprocal-rank-fusion constant for hybrid queries.
     pub rrf_k: u32,

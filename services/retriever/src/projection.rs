@@ -20,11 +20,13 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use mnemo_bus::{EventHandler, HandlerError};
 use mnemo_crypto::{CryptoError, SubjectCipher, TokenPurpose};
-use mnemo_domain::{Memory, MemoryId, MemoryState, RecordedEvent, TenantId};
+use mnemo_domain::{EventId, Memory, MemoryId, MemoryState, RecordedEvent, TenantId};
 use mnemo_embed::Embedder;
-use mnemo_event_store::sealed::SealedLog;
+use mnemo_event_store::sealed::{LogError, SealedLog};
 use mnemo_read_model::{MemoryReadModel, ReadModelError};
 use mnemo_vector_index::{Point, PointPayload, PointType, VectorIndex};
+
+use crate::episodes::Episode;
 
 pub struct MemoryProjection {
     log: SealedLog,
@@ -92,6 +94,102 @@ impl MemoryProjection {
 
 fn retryable(error: impl std::fmt::Display) -> HandlerError {
     HandlerError::Retryable(error.to_string())
+}
+
+/// How much of its source messages a memory's dense key carries: the key
+/// is `normalize(v(memory) + SOURCES_WEIGHT · v(its source messages))`.
+pub const SOURCES_WEIGHT: f32 = 0.5;
+
+/// Characters of source text a key takes at most: the model reads no more
+/// than a few hundred tokens of it anyway.
+const MAX_SOURCE_CHARS: usize = 2_000;
+
+/// The dense key and keyword text of each memory (in order): fact-augmented
+/// keys. A memory is a sentence the pipeline wrote ("Likes pottery"); a
+/// question is often phrased like what the user said ("I signed up for a
+/// pottery class"), so the key carries the text of the memory's source
+/// messages, read from the log (those still readable: an erased or missing
+/// one adds nothing), as a vector summed with the memory's (each text
+/// embedded once, in one embedder call) and as keywords after its content.
+/// A memory written through the API has no sources: its key is its text.
+pub async fn memory_keys(
+    log: &SealedLog,
+    embedder: &dyn Embedder,
+    memories: &[(&TenantId, &Memory)],
+) -> Result<Vec<(Vec<f32>, String)>, KeyError> {
+    let mut wanted: HashMap<&TenantId, Vec<EventId>> = HashMap::new();
+    for (tenant, memory) in memories {
+        wanted
+            .entry(tenant)
+            .or_default()
+            .extend(&memory.provenance.source_event_ids);
+    }
+    let mut said: HashMap<EventId, String> = HashMap::new();
+    for (tenant, mut ids) in wanted {
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.is_empty() {
+            continue;
+        }
+        for decoded in log.get_events(tenant, &ids).await? {
+            if let Some(episode) = Episode::of(&decoded) {
+                said.insert(episode.event_id, episode.content);
+            }
+        }
+    }
+    let mut texts: Vec<String> = Vec::with_capacity(memories.len() * 2);
+    // Per memory: its content's place in `texts`, and its sources' if any.
+    let mut places: Vec<(usize, Option<usize>)> = Vec::with_capacity(memories.len());
+    for (_, memory) in memories {
+        let content = memory.content.as_text().unwrap_or_default().to_owned();
+        let sources: Vec<&str> = memory
+            .provenance
+            .source_event_ids
+            .iter()
+            .filter_map(|id| said.get(id).map(String::as_str))
+            .collect();
+        let sources: String = sources.join("\n").chars().take(MAX_SOURCE_CHARS).collect();
+        texts.push(content);
+        let own = texts.len() - 1;
+        let from = (!sources.is_empty()).then(|| {
+            texts.push(sources);
+            texts.len() - 1
+        });
+        places.push((own, from));
+    }
+    let vectors = embedder.embed(&texts).await?;
+    if vectors.len() != texts.len() {
+        return Err(KeyError::Embed(mnemo_embed::EmbedError::InvalidResponse(
+            format!("asked for {} vectors, got {}", texts.len(), vectors.len()),
+        )));
+    }
+    Ok(places
+        .into_iter()
+        .map(|(own, from)| {
+            let mut key = vectors[own].clone();
+            let mut keywords = texts[own].clone();
+            if let Some(from) = from {
+                for (k, s) in key.iter_mut().zip(&vectors[from]) {
+                    *k += SOURCES_WEIGHT * s;
+                }
+                if !mnemo_embed::l2_normalize(&mut key) {
+                    key = vectors[own].clone();
+                }
+                keywords.push('\n');
+                keywords.push_str(&texts[from]);
+            }
+            (key, keywords)
+        })
+        .collect())
+}
+
+/// What stopped [`memory_keys`].
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("reading the memories' sources: {0}")]
+    Log(#[from] LogError),
+    #[error("embedding: {0}")]
+    Embed(#[from] mnemo_embed::EmbedError),
 }
 
 /// The keyed tokens a memory's point carries instead of its tags and
@@ -343,24 +441,15 @@ impl MemoryProjection {
         if changed.is_empty() {
             return Ok(());
         }
-        let texts: Vec<String> = changed
+        let memories: Vec<(&TenantId, &Memory)> = changed
             .iter()
-            .map(|&i| {
-                rows[i]
-                    .1
-                    .memory
-                    .content
-                    .as_text()
-                    .unwrap_or_default()
-                    .to_owned()
-            })
+            .map(|&i| (&rows[i].0 .0, &rows[i].1.memory))
             .collect();
-        let vectors = self.embedder.embed(&texts).await.map_err(retryable)?;
-        if vectors.len() != texts.len() {
-            return Err(retryable("the embedder returned too few vectors"));
-        }
+        let keys = memory_keys(&self.log, self.embedder.as_ref(), &memories)
+            .await
+            .map_err(retryable)?;
         let mut by_tenant: HashMap<TenantId, Vec<(usize, Point)>> = HashMap::new();
-        for ((&i, dense), text) in changed.iter().zip(vectors).zip(texts) {
+        for (&i, (dense, text)) in changed.iter().zip(keys) {
             let ((tenant, id), row) = &rows[i];
             let tokens = PointTokens::of(self.log.cipher(), tenant, &row.memory, row.generation)
                 .await

@@ -59,6 +59,14 @@ impl Default for RankingParams {
     }
 }
 
+impl RankingParams {
+    /// Whether MMR weighs redundancy at all (`mmr_lambda` below 1): only
+    /// then are the candidates' vectors needed and compared.
+    pub fn diversifies(&self) -> bool {
+        self.mmr_lambda < 1.0
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Candidate<T> {
     pub item: T,
@@ -79,7 +87,8 @@ pub struct ScoreParts {
     pub importance: f64,
     /// relevance·w + recency·w + importance·w.
     pub combined: f64,
-    /// Highest similarity to a result ranked above it (0 when none).
+    /// Highest similarity to a result ranked above it (0 when none, and
+    /// when diversity is off: then it is not computed).
     pub redundancy: f64,
     /// The MMR value it was picked with.
     pub final_score: f64,
@@ -151,7 +160,8 @@ pub fn rank<T>(
         let (candidate, mut parts) = pool.swap_remove(best_index);
         parts.redundancy = redundancy.swap_remove(best_index);
         parts.final_score = best_value;
-        if let Some(vector) = &candidate.dense {
+        // Without diversity redundancy changes no score: not computed, 0.
+        if let Some(vector) = candidate.dense.as_ref().filter(|_| params.diversifies()) {
             for ((other, _), max) in pool.iter().zip(redundancy.iter_mut()) {
                 if let Some(other) = &other.dense {
                     *max = max.max(cosine(other, vector));
@@ -233,6 +243,31 @@ mod tests {
         assert!(ranked[1].parts.redundancy < 0.01);
     }
 
+    /// Diversity off (the default): the order is the combined score's and
+    /// redundancy, which would change nothing, is not computed.
+    #[test]
+    fn without_diversity_near_duplicates_keep_their_place_and_redundancy_is_zero() {
+        let a = vec![1.0f32, 0.0];
+        let near_a = vec![0.999f32, 0.0447];
+        let b = vec![0.0f32, 1.0];
+        let ranked = rank(
+            vec![
+                candidate("a", 1.0, 0, 0.5, Some(a)),
+                candidate("near-a", 0.98, 0, 0.5, Some(near_a)),
+                candidate("b", 0.9, 0, 0.5, Some(b)),
+            ],
+            3,
+            &RankingParams::default(),
+            Utc::now(),
+        );
+        let order: Vec<_> = ranked.iter().map(|r| r.item).collect();
+        assert_eq!(order, vec!["a", "near-a", "b"]);
+        assert!(ranked.iter().all(|r| r.parts.redundancy == 0.0));
+        assert!(ranked
+            .iter()
+            .all(|r| r.parts.final_score == r.parts.combined));
+    }
+
     #[test]
     fn k_bounds_the_result() {
         let ranked = rank(
@@ -296,6 +331,7 @@ mod tests {
         let params = RankingParams {
             recency_weight: 0.0,
             importance_weight: 0.0,
+            mmr_lambda: 0.8,
             ..RankingParams::default()
         };
         let now = Utc::now();

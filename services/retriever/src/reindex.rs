@@ -23,7 +23,7 @@ use mnemo_event_store::sealed::SealedLog;
 use mnemo_vector_index::{Point, VectorIndex};
 
 use crate::episodes::{index_episodes, point_id, with_previous, Episode};
-use crate::projection::{payload_of, PointTokens};
+use crate::projection::{memory_keys, payload_of, PointTokens};
 
 /// How many events one `read_all` page holds.
 const PAGE: u32 = 1_000;
@@ -253,24 +253,14 @@ async fn index_chunk(
     if live.is_empty() {
         return Ok(0);
     }
-    let texts: Vec<String> = live
-        .iter()
-        .filter_map(|(_, m)| m.content.as_text().map(str::to_owned))
-        .collect();
-    let vectors = embedder
-        .embed(&texts)
+    // The live projection's keys, so a rebuilt point is the same point.
+    let memories: Vec<(&TenantId, &Memory)> = live.iter().map(|(t, m)| (t, m)).collect();
+    let keys = memory_keys(log, embedder, &memories)
         .await
         .map_err(|e| ReplayError::Embed(e.to_string()))?;
-    if vectors.len() != live.len() {
-        return Err(ReplayError::Embed(format!(
-            "asked for {} vectors, got {}",
-            live.len(),
-            vectors.len()
-        )));
-    }
     // One upsert per tenant: the port refuses a batch mixing tenants.
     let mut by_tenant: Vec<(TenantId, Vec<Point>)> = Vec::new();
-    for ((tenant, memory), dense) in live.into_iter().zip(vectors) {
+    for ((tenant, memory), (dense, text)) in live.into_iter().zip(keys) {
         let log_error = |e: mnemo_crypto::CryptoError| ReplayError::Log(e.to_string());
         let tokens = match log
             .cipher()
@@ -290,7 +280,7 @@ async fn index_chunk(
         let point = Point {
             id: memory.id,
             dense,
-            text: memory.content.as_text().unwrap_or_default().to_owned(),
+            text,
             payload: payload_of(&tenant, &memory, tokens),
         };
         match by_tenant.iter_mut().find(|(t, _)| *t == tenant) {

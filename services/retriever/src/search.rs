@@ -6,7 +6,6 @@
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use mnemo_auth::Scope;
-use mnemo_bus::{topics, OutgoingRecord};
 use mnemo_crypto::TokenPurpose;
 use std::collections::{HashMap, HashSet};
 
@@ -487,7 +486,9 @@ pub async fn find_memories(
         limit: (k * 4).max(40),
         prefetch: (k * 10).max(100),
         rrf_k: state.rrf_k,
-        with_vectors: true,
+        // The vectors serve diversity only: without it (the default) they
+        // are neither read nor compared.
+        with_vectors: state.ranking.diversifies(),
     };
     let mut hits = state
         .index
@@ -632,7 +633,7 @@ pub async fn find_memories(
     }
     let extras = expand(state, tenant, subject, &found, k, expand_depth).await?;
     found.extend(extras);
-    signal_access(state, tenant, subject, &found).await;
+    signal_access(state, tenant, subject, &found);
     Ok(found)
 }
 
@@ -974,13 +975,9 @@ async fn expand(
 }
 
 /// Tells the forgetter which memories were retrieved. Best effort: a lost
-/// signal makes a memory look a little less used, it never fails a read.
-async fn signal_access(
-    state: &RetrieverState,
-    tenant: &TenantId,
-    subject: &SubjectId,
-    found: &[Found],
-) {
+/// signal makes a memory look a little less used, it never fails or holds
+/// a read (see [`crate::access`]).
+fn signal_access(state: &RetrieverState, tenant: &TenantId, subject: &SubjectId, found: &[Found]) {
     // Episodes are not scored for forgetting by use: only memories.
     let memories: Vec<MemoryId> = found
         .iter()
@@ -989,19 +986,12 @@ async fn signal_access(
     if memories.is_empty() {
         return;
     }
-    let signal = AccessSignal::new(tenant.clone(), subject.clone(), memories, Utc::now());
-    let record = OutgoingRecord {
-        key: signal.key(),
-        payload: signal.encode(),
-        headers: vec![("tenant".to_owned(), tenant.to_string())],
-    };
-    if let Err(error) = state
-        .bus
-        .publish(topics::ACCESS_SIGNALS, vec![record])
-        .await
-    {
-        tracing::warn!(error = %error, "access signal not published");
-    }
+    state.access.send(AccessSignal::new(
+        tenant.clone(),
+        subject.clone(),
+        memories,
+        Utc::now(),
+    ));
 }
 
 fn check_k(k: Option<usize>, default: usize) -> Result<usize, SearchError> {

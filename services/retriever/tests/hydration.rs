@@ -271,7 +271,9 @@ impl Fixture {
             metrics: Arc::new(mnemo_telemetry::Metrics::new().unwrap()),
             embedder: Arc::new(embedder.clone()),
             index: Arc::new(index),
-            bus: Arc::new(mnemo_bus::in_process::InProcessBus::new(pool, 1)),
+            access: mnemo_retriever::access::AccessSignals::start(Arc::new(
+                mnemo_bus::in_process::InProcessBus::new(pool, 1),
+            )),
             ranking: Default::default(),
             rrf_k: mnemo_vector_index::DEFAULT_RRF_K,
             llm_pricing: Default::default(),

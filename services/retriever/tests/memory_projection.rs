@@ -12,7 +12,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use mnemo_bus::EventHandler;
 use mnemo_crypto::{MemorySubjectKeyStore, SubjectCipher};
-use mnemo_domain::events::{streams, MemoryCreated, MemoryRevised, MemoryStateChanged};
+use mnemo_domain::events::{
+    streams, MemoryCreated, MemoryRevised, MemoryStateChanged, MessageReceived, Role,
+};
 use mnemo_domain::{
     DomainEvent, EventId, EventMetadata, MemoryId, MemoryKind, MemoryState, Producer, Provenance,
     RecordedEvent, SubjectId, SubjectText, TenantId,
@@ -132,6 +134,45 @@ impl Fixture {
     }
 
     async fn create(&self, content: &str) -> (MemoryId, RecordedEvent) {
+        self.create_from(content, Vec::new()).await
+    }
+
+    /// A user message in the subject's conversation; its event id.
+    async fn said(&self, content: &str) -> EventId {
+        let appended = self
+            .log
+            .append(
+                &self.tenant,
+                &streams::conversation(&self.subject),
+                ExpectedVersion::Any,
+                vec![Pending {
+                    event_id: EventId::new(),
+                    subject: Some(self.subject.clone()),
+                    event: DomainEvent::MessageReceived(MessageReceived {
+                        message_id: EventId::new().to_string(),
+                        role: Role::User,
+                        content: SubjectText::new(content),
+                        timestamp: chrono::Utc::now(),
+                        session: None,
+                        agent: None,
+                        pii: Default::default(),
+                    }),
+                    metadata: EventMetadata {
+                        actor: "test".into(),
+                        ..Default::default()
+                    },
+                }],
+            )
+            .await
+            .unwrap();
+        appended.events[0].event_id
+    }
+
+    async fn create_from(
+        &self,
+        content: &str,
+        source_event_ids: Vec<EventId>,
+    ) -> (MemoryId, RecordedEvent) {
         let id = MemoryId::new();
         let event = DomainEvent::MemoryCreated(MemoryCreated {
             memory_id: id,
@@ -142,7 +183,7 @@ impl Fixture {
             importance: 0.5,
             state: MemoryState::Active,
             provenance: Provenance {
-                source_event_ids: Vec::new(),
+                source_event_ids,
                 producer: Producer {
                     strategy: "api".into(),
                     version: "1".into(),
@@ -315,4 +356,69 @@ async fn an_erasure_during_the_flush_leaves_no_row_point_or_key() {
     // Nothing is left pending to bring it back at a later flush.
     projection.flush().await.unwrap();
     assert!(fx.read_model.get(&fx.tenant, &id).await.unwrap().is_none());
+}
+
+/// Fact-augmented keys: a memory is found by the words of the message it
+/// was made from, not only by its own; a memory without sources keeps its
+/// text as its key; the reindex writes the same key as the projection.
+#[tokio::test]
+async fn a_memory_is_keyed_by_its_source_messages_too() {
+    let fx = Fixture::new().await;
+    let projection = fx.projection();
+    let source = fx.said("I signed up for a pottery class on Tuesdays").await;
+    let (made, event) = fx.create_from("Likes ceramics", vec![source]).await;
+    let (plain, plain_event) = fx.create("Keeps bees in the garden").await;
+    projection.handle(&event).await.unwrap();
+    projection.handle(&plain_event).await.unwrap();
+    projection.flush().await.unwrap();
+
+    assert_eq!(fx.found("pottery").await, vec![made]);
+    assert_eq!(fx.found("ceramics").await, vec![made]);
+    assert_eq!(fx.found("bees").await, vec![plain]);
+    // The dense key leans towards the source: closer to it than the
+    // memory's text alone is.
+    let embed = |text: &str| {
+        let embedder = fx.embedder.inner.clone();
+        let text = text.to_owned();
+        async move { embedder.embed(&[text]).await.unwrap().remove(0) }
+    };
+    let said = embed("I signed up for a pottery class on Tuesdays").await;
+    let own = embed("Likes ceramics").await;
+    let hits = fx
+        .index
+        .search(
+            &fx.tenant,
+            &SearchRequest {
+                dense: Some(said.clone()),
+                mode: SearchMode::Semantic,
+                with_vectors: true,
+                ..SearchRequest::default()
+            },
+        )
+        .await
+        .unwrap();
+    let key = hits
+        .iter()
+        .find(|hit| hit.id == made)
+        .and_then(|hit| hit.dense.clone())
+        .unwrap();
+    let cosine = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    assert!(cosine(&key, &said) > cosine(&own, &said) + 0.1);
+
+    // The reindex rebuilds the same point.
+    let keys = mnemo_retriever::projection::memory_keys(
+        &fx.log,
+        fx.embedder.as_ref(),
+        &[(
+            &fx.tenant,
+            &fx.read_model.get(&fx.tenant, &made).await.unwrap().unwrap(),
+        )],
+    )
+    .await
+    .unwrap();
+    assert_eq!(keys[0].0, key);
+    assert_eq!(
+        keys[0].1,
+        "Likes ceramics\nI signed up for a pottery class on Tuesdays"
+    );
 }

@@ -22,7 +22,8 @@
 //!   without the embedder and without HTTP;
 //! - **raw**: `VectorIndex::search` with the request `find` sends (hybrid,
 //!   limit 40, prefetch 100, the server's RRF k (`mnemo_vector_index::DEFAULT_RRF_K`),
-//!   vectors returned): the engine's floor.
+//!   vectors only when ranking diversifies, which by default it does not):
+//!   the engine's floor.
 //!
 //! Each size is measured twice: on the index as the server keeps it (plain
 //! segments: nothing in the server calls `EdgeVectorIndex::optimize`, so
@@ -813,9 +814,8 @@ pub(crate) async fn retriever_beside(
         metrics: Arc::new(mnemo_telemetry::Metrics::new()?),
         embedder,
         index,
-        bus: Arc::new(mnemo_bus::in_process::InProcessBus::new(
-            pool.clone(),
-            settings.bus_partitions,
+        access: mnemo_retriever::access::AccessSignals::start(Arc::new(
+            mnemo_bus::in_process::InProcessBus::new(pool.clone(), settings.bus_partitions),
         )),
         ranking: Default::default(),
         rrf_k,
@@ -984,7 +984,8 @@ impl<'a> Searches<'a> {
             limit: (K * 4).max(40),
             prefetch: (K * 10).max(100),
             rrf_k: DEFAULT_RRF_K,
-            with_vectors: true,
+            // As find asks: vectors only when it diversifies.
+            with_vectors: self.state.ranking.diversifies(),
         }
     }
 
@@ -1304,9 +1305,10 @@ fn print_table(rows: &[Row]) {
     println!(
         "\nms. HTTP search: POST /search end to end (k = {K}, hybrid). embed: the embedder alone \
          on the query. HTTP − embed: the p50s subtracted. find(): mnemo's search in process \
-         (both index legs, read-model reads, ranking, MMR, access signal) with the query vector \
-         precomputed, no HTTP. raw: VectorIndex::search with the same request (limit {}, \
-         prefetch {}, RRF k {DEFAULT_RRF_K}, vectors returned). plain: the index as the server \
+         (both index legs, read-model reads, ranking, queueing the access signal) with the query \
+         vector precomputed, no HTTP. raw: VectorIndex::search with the same request (limit {}, \
+         prefetch {}, RRF k {DEFAULT_RRF_K}, no vectors: the default ranking does not \
+         diversify). plain: the index as the server \
          keeps it (nothing optimises it, dense search is brute force); optimized: after \
          EdgeVectorIndex::optimize (HNSW). episodes: messages of the subject's conversation, \
          in the log (sealed) and in the index as the episode projection writes them; a search \
