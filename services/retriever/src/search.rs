@@ -29,7 +29,7 @@ use crate::context::{
 use crate::cues::{named_speakers, speaker_of, without_names, QueryDates};
 use crate::episodes::{read_turns, Episode, EPISODE_IMPORTANCE, MAX_WINDOW};
 use crate::error::{ReadError, SearchError};
-use crate::ranking::{rank, Candidate};
+use crate::ranking::{rank, Candidate, Ranked};
 use crate::review::Profile;
 use crate::RetrieverState;
 
@@ -495,8 +495,9 @@ pub async fn find_memories(
         .search(tenant, &request)
         .await
         .map_err(SearchError::Index)?;
-    let (memory_ids, episode_ids) = ids_by_type(&hits);
-    let mut rows = hydrate(state, tenant, memory_ids).await?;
+    // The memories' rows are read once every pass is done, and for a
+    // memory-only result only those ranked in (`rank_memories_first`).
+    let (_, episode_ids) = ids_by_type(&hits);
     // Windows only for the episodes ranked in, below: the hits number four
     // times k or more, and each window is a read of the log.
     let mut episodes = hydrate_episodes(state, tenant, subject, episode_ids).await?;
@@ -522,7 +523,7 @@ pub async fn find_memories(
             .search(tenant, &request)
             .await
             .map_err(SearchError::Index)?;
-        hydrate_missing(state, tenant, subject, &hits, &mut rows, &mut episodes).await?;
+        hydrate_missing(state, tenant, subject, &hits, &mut episodes).await?;
     }
     // "What did she paint on October 13, 2023?" by what was said then:
     // the episodes of those days join the candidates (a search within
@@ -540,14 +541,105 @@ pub async fn find_memories(
             .map_err(SearchError::Index)?;
         let known: HashSet<MemoryId> = hits.iter().map(|hit| hit.id).collect();
         hits.extend(extra.into_iter().filter(|hit| !known.contains(&hit.id)));
-        hydrate_missing(state, tenant, subject, &hits, &mut rows, &mut episodes).await?;
+        hydrate_missing(state, tenant, subject, &hits, &mut episodes).await?;
     }
     if feedback && !hits.is_empty() {
         hits = second_pass(state, tenant, subject, &query, mode, request, hits).await?;
-        hydrate_missing(state, tenant, subject, &hits, &mut rows, &mut episodes).await?;
+        hydrate_missing(state, tenant, subject, &hits, &mut episodes).await?;
     }
+    let mut found = if !has_episodes(&hits) && !state.ranking.diversifies() {
+        rank_memories_first(state, tenant, hits, k).await?
+    } else {
+        let rows = hydrate(state, tenant, ids_by_type(&hits).0).await?;
+        rank_candidates(
+            state,
+            tenant,
+            subject,
+            &query,
+            hits,
+            rows,
+            episodes,
+            &named,
+            &named_dates,
+            k,
+        )
+        .await?
+    };
+    if window > 0 {
+        add_windows(state, tenant, &mut found, window).await?;
+    }
+    let extras = expand(state, tenant, subject, &found, k, expand_depth).await?;
+    found.extend(extras);
+    signal_access(state, tenant, subject, &found);
+    Ok(found)
+}
+
+/// Memory hits alone, without diversity: ranked on what their points
+/// carry (the fused score, and the importance and update time the payload
+/// holds), then only the rows ranked in are read, the next ones only for
+/// a row found missing (erased, or not projected yet). The index returns
+/// four times k hits or more, and reading and opening a row was most of
+/// what search added to the index's own time.
+async fn rank_memories_first(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    hits: Vec<Hit>,
+    k: usize,
+) -> Result<Vec<Found>, SearchError> {
+    let candidates: Vec<Candidate<Hit>> = hits
+        .into_iter()
+        .map(|hit| Candidate {
+            relevance: f64::from(hit.score),
+            importance: f64::from(hit.payload.importance),
+            updated_at: DateTime::from_timestamp(hit.payload.updated_at, 0).unwrap_or_default(),
+            dense: None,
+            item: hit,
+        })
+        .collect();
+    let all = candidates.len();
+    let mut ranked = rank(candidates, all, &state.ranking, Utc::now()).into_iter();
+    let mut found = Vec::with_capacity(k);
+    while found.len() < k {
+        let next: Vec<Ranked<Hit>> = ranked.by_ref().take(k - found.len()).collect();
+        if next.is_empty() {
+            break;
+        }
+        let mut rows = hydrate(state, tenant, next.iter().map(|r| r.item.id)).await?;
+        for Ranked { item: hit, parts } in next {
+            let Some(memory) = rows.remove(&hit.id) else {
+                continue;
+            };
+            found.push(Found {
+                item: Item::Memory(memory),
+                parts,
+                fused: f64::from(hit.score),
+                dense_rank: hit.dense_rank,
+                sparse_rank: hit.sparse_rank,
+                dense_similarity: hit.dense_score,
+                via: None,
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// Ranks memories and episodes together: the cues' boosts, the memories'
+/// said-at recency beside episodes, the neighbour lift, MMR.
+#[allow(clippy::too_many_arguments)]
+async fn rank_candidates(
+    state: &RetrieverState,
+    tenant: &TenantId,
+    subject: &SubjectId,
+    query: &str,
+    hits: Vec<Hit>,
+    mut rows: HashMap<MemoryId, Memory>,
+    mut episodes: HashMap<MemoryId, EpisodeHit>,
+    named: &[String],
+    named_dates: &QueryDates,
+    k: usize,
+) -> Result<Vec<Found>, SearchError> {
     // "When did she ...?" is answered by what was said with a date.
-    let dated_boost = if dates::asks_when(&query) {
+    let dated_boost = if dates::asks_when(query) {
         state.ranking.dated_boost
     } else {
         1.0
@@ -627,36 +719,23 @@ pub async fn find_memories(
             }
         })
         .collect();
-    let mut found = found;
-    if window > 0 {
-        add_windows(state, tenant, &mut found, window).await?;
-    }
-    let extras = expand(state, tenant, subject, &found, k, expand_depth).await?;
-    found.extend(extras);
-    signal_access(state, tenant, subject, &found);
     Ok(found)
 }
 
-/// Adds the rows and episodes of the hits not hydrated yet (a later pass
-/// finds mostly what the first found).
+/// Adds the episodes of the hits not read yet (a later pass finds mostly
+/// what the first found).
 async fn hydrate_missing(
     state: &RetrieverState,
     tenant: &TenantId,
     subject: &SubjectId,
     hits: &[Hit],
-    rows: &mut HashMap<MemoryId, Memory>,
     episodes: &mut HashMap<MemoryId, EpisodeHit>,
 ) -> Result<(), SearchError> {
-    let (memory_ids, episode_ids) = ids_by_type(hits);
-    let memory_ids: Vec<MemoryId> = memory_ids
-        .into_iter()
-        .filter(|id| !rows.contains_key(id))
-        .collect();
-    let episode_ids: Vec<MemoryId> = episode_ids
+    let episode_ids: Vec<MemoryId> = ids_by_type(hits)
+        .1
         .into_iter()
         .filter(|id| !episodes.contains_key(id))
         .collect();
-    rows.extend(hydrate(state, tenant, memory_ids).await?);
     episodes.extend(hydrate_episodes(state, tenant, subject, episode_ids).await?);
     Ok(())
 }

@@ -37,6 +37,8 @@ struct Counting {
     inner: SqliteMemoryReadModel,
     gets: AtomicUsize,
     get_manys: AtomicUsize,
+    /// Ids asked for through `get_many`.
+    rows_asked: AtomicUsize,
 }
 
 #[async_trait]
@@ -72,6 +74,7 @@ impl MemoryReadModel for Counting {
         ids: &[MemoryId],
     ) -> Result<Vec<Memory>, ReadModelError> {
         self.get_manys.fetch_add(1, Ordering::SeqCst);
+        self.rows_asked.fetch_add(ids.len(), Ordering::SeqCst);
         self.inner.get_many(tenant, ids).await
     }
 
@@ -224,6 +227,7 @@ impl CountingLog {
 impl Counting {
     /// (`get` calls, `get_many` calls) since the last reset.
     fn take(&self) -> (usize, usize) {
+        self.rows_asked.swap(0, Ordering::SeqCst);
         (
             self.gets.swap(0, Ordering::SeqCst),
             self.get_manys.swap(0, Ordering::SeqCst),
@@ -262,6 +266,7 @@ impl Fixture {
             inner: SqliteMemoryReadModel::new(pool.clone(), cipher.clone()),
             gets: AtomicUsize::new(0),
             get_manys: AtomicUsize::new(0),
+            rows_asked: AtomicUsize::new(0),
         });
         let index = EdgeVectorIndex::open(&dir.path().join("vectors"), DIMENSION).unwrap();
         let embedder = LexicalEmbedder::new(DIMENSION);
@@ -450,8 +455,10 @@ impl Fixture {
     }
 }
 
+/// Memory hits are ranked on their points, and only the rows ranked in
+/// are read, with one `get_many`, and one more for the row found missing.
 #[tokio::test]
-async fn search_with_k_10_hydrates_its_hits_with_one_read_model_call() {
+async fn search_with_k_10_reads_only_the_rows_ranked_in() {
     let fx = Fixture::new().await;
     let mut written = Vec::new();
     for i in 0..15 {
@@ -459,17 +466,23 @@ async fn search_with_k_10_hydrates_its_hits_with_one_read_model_call() {
         fx.add(&memory, true, true).await;
         written.push(memory);
     }
-    // Indexed but not projected yet: a hit with no row, left out.
-    let unprojected = fx.memory("drinks green tea, not projected");
+    // Indexed but not projected yet: a hit with no row, left out. It
+    // names the tea twice, so it ranks first and its row is asked for.
+    let unprojected = fx.memory("drinks green tea, green tea, not projected");
     fx.add(&unprojected, false, true).await;
     fx.read_model.take();
 
-    let found = fx.search("green tea", 10, Mode::Hybrid).await;
+    let found = fx.search("green tea", 10, Mode::Keyword).await;
 
     assert_eq!(found.len(), 10);
+    let rows_asked = fx.read_model.rows_asked.load(Ordering::SeqCst);
     let (gets, get_manys) = fx.read_model.take();
     assert_eq!(gets, 0, "no read-model `get` per hit");
-    assert_eq!(get_manys, 1, "one `get_many` for every hit");
+    assert_eq!(
+        get_manys, 2,
+        "the ten ranked in, then one for the missing row"
+    );
+    assert_eq!(rows_asked, 11, "16 hits, 11 rows read");
     let ids: BTreeSet<MemoryId> = found.iter().map(|f| f.memory().unwrap().id).collect();
     assert_eq!(ids.len(), 10, "each memory once");
     assert!(!ids.contains(&unprojected.id));
