@@ -934,7 +934,7 @@ export interface components {
             importance: number;
             /** @description 0.7 x relevance + 0.15 x recency + 0.15 x importance. */
             combined: number;
-            /** @description Highest cosine similarity of the memory to a result ranked above it (0 for the first result, or without a stored vector). MMR penalises it so near-duplicates do not crowd the results. */
+            /** @description Highest cosine similarity of the memory to a result ranked above it (0 for the first result, or without a stored vector). MMR penalises it so near-duplicates do not crowd the results. Computed only when diversity is on (`[retrieval] mmr_lambda` below 1); with the default 1 it plays no part in the score and is 0. */
             redundancy: number;
         };
         /** @description One retrieved memory or episode with its score and the components that explain it. `type` says which; a memory result has `memory`, an episode result has `episode`. */
