@@ -231,11 +231,8 @@ impl PostgresMemoryReadModel {
 #[async_trait]
 impl MemoryReadModel for PostgresMemoryReadModel {
     async fn upsert(&self, tenant: &TenantId, memory: &Memory) -> Result<(), ReadModelError> {
-        let row = sealed::Row {
-            memory,
-            generation: None,
-        };
-        self.write(tenant, &[row]).await
+        self.write(tenant, &[sealed::Row::under_live_key(memory)])
+            .await
     }
 
     async fn upsert_many(
@@ -243,14 +240,8 @@ impl MemoryReadModel for PostgresMemoryReadModel {
         tenant: &TenantId,
         memories: &[(Memory, u32)],
     ) -> Result<(), ReadModelError> {
-        let rows: Vec<sealed::Row<'_>> = memories
-            .iter()
-            .map(|(memory, generation)| sealed::Row {
-                memory,
-                generation: Some(*generation),
-            })
-            .collect();
-        self.write(tenant, &rows).await
+        self.write(tenant, &sealed::Row::under_generations(memories))
+            .await
     }
 
     async fn remove(&self, tenant: &TenantId, id: &MemoryId) -> Result<(), ReadModelError> {

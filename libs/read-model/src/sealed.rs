@@ -42,6 +42,27 @@ pub(crate) struct Row<'a> {
     pub generation: Option<u32>,
 }
 
+impl<'a> Row<'a> {
+    /// A row sealed under its subject's live key, created on first use.
+    pub(crate) fn under_live_key(memory: &'a Memory) -> Self {
+        Row {
+            memory,
+            generation: None,
+        }
+    }
+
+    /// Rows each sealed only under its subject's key of that generation.
+    pub(crate) fn under_generations(memories: &'a [(Memory, u32)]) -> Vec<Self> {
+        memories
+            .iter()
+            .map(|(memory, generation)| Row {
+                memory,
+                generation: Some(*generation),
+            })
+            .collect()
+    }
+}
+
 /// What a row stores of the subject when it is written.
 pub(crate) struct SealedRow {
     /// The sealed blob, as the JSON text of its `$sealed` marker.
