@@ -214,26 +214,34 @@ pub async fn dense_keys(
 }
 
 /// The point payload of an episode: its session as a keyed token, like a
-/// memory's (the index is given nothing of the subject it could leak).
+/// memory's (the index is given nothing of the subject it could leak),
+/// under the subject's key of `generation`, the one the turn was read
+/// under; `None` when that key is gone (erased since). Never creates a
+/// key: an erasure landing while a batch is indexed must not leave the
+/// subject a new one.
 pub async fn payload_of(
     cipher: &SubjectCipher,
     tenant: &TenantId,
     episode: &Episode,
-) -> Result<PointPayload, CryptoError> {
+    generation: u32,
+) -> Result<Option<PointPayload>, CryptoError> {
     let session = match &episode.session {
-        Some(session) => Some(
-            cipher
-                .token(
-                    tenant,
-                    &episode.subject,
-                    TokenPurpose::Session,
-                    session.as_str(),
-                )
-                .await?,
-        ),
+        Some(session) => match cipher
+            .tokens_in_generation(
+                tenant,
+                &episode.subject,
+                generation,
+                TokenPurpose::Session,
+                &[session.as_str().to_owned()],
+            )
+            .await?
+        {
+            Some(mut token) => token.pop(),
+            None => return Ok(None),
+        },
         None => None,
     };
-    Ok(PointPayload {
+    Ok(Some(PointPayload {
         tenant: tenant.clone(),
         subject: episode.subject.clone(),
         point_type: PointType::Episode,
@@ -245,7 +253,7 @@ pub async fn payload_of(
         created_at: episode.timestamp.timestamp(),
         updated_at: episode.timestamp.timestamp(),
         importance: EPISODE_IMPORTANCE,
-    })
+    }))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -260,14 +268,17 @@ pub enum EpisodeIndexError {
     Index(#[from] mnemo_vector_index::VectorIndexError),
 }
 
-/// Embeds and writes the points of these episodes of one tenant, each with
-/// the turn before it ([`dense_keys`], [`keyword_text`]): one embedder call
-/// and one upsert for the batch.
+/// Embeds and writes the points of these episodes of one subject, each
+/// with the turn before it ([`dense_keys`], [`keyword_text`]): one
+/// embedder call and one upsert for the batch. `generation` is that of the
+/// subject's key the turns were read under: when it is gone (erased
+/// since), nothing is written.
 pub async fn index_episodes(
     cipher: &SubjectCipher,
     embedder: &dyn Embedder,
     index: &dyn VectorIndex,
     tenant: &TenantId,
+    generation: u32,
     episodes: &[(Option<Episode>, Episode)],
 ) -> Result<u64, EpisodeIndexError> {
     if episodes.is_empty() {
@@ -280,7 +291,10 @@ pub async fn index_episodes(
             id: episode.point_id(),
             dense,
             text: keyword_text(previous.as_ref(), episode),
-            payload: payload_of(cipher, tenant, episode).await?,
+            payload: match payload_of(cipher, tenant, episode, generation).await? {
+                Some(payload) => payload,
+                None => return Ok(0),
+            },
         });
     }
     let written = points.len() as u64;
@@ -461,6 +475,7 @@ impl EventHandler for EpisodeProjection {
             self.embedder.as_ref(),
             self.index.as_ref(),
             tenant,
+            generation,
             &pairs,
         )
         .await

@@ -210,9 +210,21 @@ async fn index_conversation(
     // The live projection's pairing, so a rebuilt point is the same point.
     let mut pairs = with_previous(&turns, first);
     pairs.retain(|(_, e)| !forgotten.contains(&e.point_id()));
+    let Some(subject) = turns.first().map(|turn| &turn.subject) else {
+        return Ok(0);
+    };
+    // Erased since the turns were read: nothing to write.
+    let Some(generation) = log
+        .cipher()
+        .live_generation(tenant, subject)
+        .await
+        .map_err(|e| ReplayError::Log(e.to_string()))?
+    else {
+        return Ok(0);
+    };
     let mut written = 0;
     for chunk in pairs.chunks(BATCH) {
-        written += index_episodes(log.cipher(), embedder, index, tenant, chunk)
+        written += index_episodes(log.cipher(), embedder, index, tenant, generation, chunk)
             .await
             .map_err(|e| ReplayError::Index(e.to_string()))?;
     }

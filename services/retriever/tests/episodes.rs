@@ -339,3 +339,66 @@ async fn an_erasure_while_a_batch_is_embedded_leaves_none_of_its_points() {
     );
     assert!(fixture.episodes("bees").await.is_empty());
 }
+
+/// The lexical embedder that destroys a subject's key on its first call:
+/// an erasure landing while a batch is embedded, before its points are
+/// made.
+struct ErasingEmbedder {
+    inner: LexicalEmbedder,
+    erase: std::sync::Mutex<Option<(Arc<SubjectCipher>, TenantId, SubjectId)>>,
+}
+
+#[async_trait]
+impl mnemo_embed::Embedder for ErasingEmbedder {
+    fn space(&self) -> &mnemo_embed::EmbeddingSpace {
+        self.inner.space()
+    }
+
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, mnemo_embed::EmbedError> {
+        let erase = self.erase.lock().unwrap().take();
+        if let Some((cipher, tenant, subject)) = erase {
+            cipher.destroy(&tenant, &subject).await.unwrap();
+        }
+        self.inner.embed(texts).await
+    }
+}
+
+/// Erased while its batch is embedded: no point is written, and the
+/// subject is left without a key (the session's token, made under
+/// whatever key was live, created the subject's next one).
+#[tokio::test]
+async fn an_erasure_while_a_batch_is_embedded_leaves_the_subject_no_key() {
+    let fixture = Fixture::new().await;
+    let subject = SubjectId::parse("eve").unwrap();
+    let events = fixture
+        .post(&subject, &["I keep bees.", "On the roof, since May."])
+        .await;
+    let cipher = fixture.log.cipher().clone();
+    let embedder = ErasingEmbedder {
+        inner: LexicalEmbedder::new(DIMENSION),
+        erase: std::sync::Mutex::new(Some((
+            cipher.clone(),
+            fixture.tenant.clone(),
+            subject.clone(),
+        ))),
+    };
+    let projection = EpisodeProjection::new(
+        fixture.log.clone(),
+        Arc::new(embedder),
+        fixture.index.clone(),
+    );
+    for event in &events {
+        projection.handle(event).await.unwrap();
+    }
+    projection.flush().await.unwrap();
+
+    assert_eq!(fixture.index.upserts.load(Ordering::SeqCst), 0);
+    assert!(fixture.episodes("bees").await.is_empty());
+    assert_eq!(
+        cipher
+            .live_generation(&fixture.tenant, &subject)
+            .await
+            .unwrap(),
+        None
+    );
+}

@@ -395,11 +395,20 @@ impl Fixture {
         let turns = episodes::read_turns(&self.state.log, &self.tenant, &stream, 1, u64::MAX)
             .await
             .unwrap();
+        let generation = self
+            .state
+            .log
+            .cipher()
+            .live_generation(&self.tenant, &self.subject)
+            .await
+            .unwrap()
+            .unwrap();
         episodes::index_episodes(
             self.state.log.cipher(),
             self.state.embedder.as_ref(),
             self.state.index.as_ref(),
             &self.tenant,
+            generation,
             &episodes::with_previous(&turns, 1),
         )
         .await

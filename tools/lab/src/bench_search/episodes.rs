@@ -297,6 +297,11 @@ pub(super) async fn index(
         pairs == expected_episodes(subject, &conversation.turns, &conversation.event_ids)?,
         "the log gave back other turns than were appended"
     );
+    let generation = log
+        .cipher()
+        .live_generation(tenant, subject)
+        .await?
+        .context("the subject's key is gone")?;
     let mut written = 0;
     for chunk in pairs.chunks(UPSERT_CHUNK) {
         written += episodes::index_episodes(
@@ -304,6 +309,7 @@ pub(super) async fn index(
             conversation.embedder.as_ref(),
             index,
             tenant,
+            generation,
             chunk,
         )
         .await
