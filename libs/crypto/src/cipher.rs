@@ -121,6 +121,22 @@ impl SubjectCipher {
         ))
     }
 
+    /// [`SubjectCipher::token`] under the subject's live key only when it
+    /// is of `generation`, never creating one.
+    pub async fn token_in_generation(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+        generation: u32,
+        purpose: TokenPurpose,
+        value: &str,
+    ) -> Result<Option<String>, CryptoError> {
+        Ok(self
+            .key_of_generation(tenant, subject, generation)
+            .await?
+            .map(|live| live.key.token(purpose, value)))
+    }
+
     /// The live key when it exists and is of `generation`. A destroy racing
     /// the lookup may leave the next key created, but it is never returned.
     async fn key_of_generation(

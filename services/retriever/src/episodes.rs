@@ -227,16 +227,16 @@ pub async fn payload_of(
 ) -> Result<Option<PointPayload>, CryptoError> {
     let session = match &episode.session {
         Some(session) => match cipher
-            .tokens_in_generation(
+            .token_in_generation(
                 tenant,
                 &episode.subject,
                 generation,
                 TokenPurpose::Session,
-                &[session.as_str().to_owned()],
+                session.as_str(),
             )
             .await?
         {
-            Some(mut token) => token.pop(),
+            Some(token) => Some(token),
             None => return Ok(None),
         },
         None => None,

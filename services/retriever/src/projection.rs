@@ -213,15 +213,24 @@ impl PointTokens {
         generation: u32,
     ) -> Result<Option<Self>, CryptoError> {
         let subject = &memory.subject;
-        let tokens = |purpose, values| {
-            cipher.tokens_in_generation(tenant, subject, generation, purpose, values)
-        };
-        let Some(tags) = tokens(TokenPurpose::Tag, &memory.tags).await? else {
+        let Some(tags) = cipher
+            .tokens_in_generation(tenant, subject, generation, TokenPurpose::Tag, &memory.tags)
+            .await?
+        else {
             return Ok(None);
         };
         let session = match &memory.session {
-            Some(s) => match tokens(TokenPurpose::Session, &[s.as_str().to_owned()]).await? {
-                Some(mut one) => one.pop(),
+            Some(s) => match cipher
+                .token_in_generation(
+                    tenant,
+                    subject,
+                    generation,
+                    TokenPurpose::Session,
+                    s.as_str(),
+                )
+                .await?
+            {
+                Some(token) => Some(token),
                 None => return Ok(None),
             },
             None => None,
