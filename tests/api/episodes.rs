@@ -729,3 +729,52 @@ async fn a_question_naming_a_date_prefers_what_was_said_that_day() {
         "without the boost: {ranks:?}"
     );
 }
+
+#[tokio::test]
+async fn a_turn_that_asks_ranks_below_the_turn_that_answers() {
+    // The question turn shares the query's words and form; the turn that
+    // answers it shares one word. By relevance alone the question wins;
+    // weighed by how much of it asks (the default `question_weight`), the
+    // answer must, and with the weight at 0 it does not.
+    let question = "What kind of yoga does she practice?";
+    let mut ranks = Vec::new();
+    for config in [
+        MANUAL.to_owned(),
+        format!("{MANUAL}[retrieval]\nquestion_weight = 0.0\n"),
+    ] {
+        let app = spawn_app_with_model(&config).await;
+        let token = app.admin("acme");
+        let asks = post_turns(
+            &app,
+            &token,
+            "uma",
+            "s1",
+            &["What kind of yoga do you practice these days?"],
+        )
+        .await;
+        let says = post_turns(
+            &app,
+            &token,
+            "uma",
+            "s2",
+            &["I just started aerial yoga and it's great."],
+        )
+        .await;
+        wait_for_episode(&app, &token, "uma", "aerial", &says[0]).await;
+        wait_for_episode(&app, &token, "uma", "these days", &asks[0]).await;
+        let results = search(
+            &app,
+            &token,
+            "uma",
+            json!({"query": question, "include": ["episodes"], "k": 4}),
+        )
+        .await;
+        ranks.push((rank_of(&results, &says[0]), rank_of(&results, &asks[0])));
+        app.stop().await;
+    }
+    let [(says_weighed, asks_weighed), (says_plain, asks_plain)] = ranks[..] else {
+        unreachable!()
+    };
+    assert!(says_weighed < asks_weighed, "weighed: {ranks:?}");
+    assert!(asks_plain < says_plain, "without the weight: {ranks:?}");
+}

@@ -504,6 +504,7 @@ fn ranking_params(retrieval: &mnemo_config::RetrievalSettings) -> RankingParams 
         neighbour_weight: retrieval
             .neighbour_weight
             .unwrap_or(default.neighbour_weight),
+        question_weight: retrieval.question_weight.unwrap_or(default.question_weight),
     }
 }
 

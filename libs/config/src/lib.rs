@@ -476,6 +476,8 @@ mod tests {
             "dated_boost = 0.5",
             "speaker_boost = 0.9",
             "on_date_boost = inf",
+            "question_weight = 1.5",
+            "question_weight = -0.1",
             "fusion = 3",
         ] {
             let refused = load(&format!("[retrieval]\n{bad}\n"));

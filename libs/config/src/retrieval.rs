@@ -22,6 +22,7 @@ pub(crate) struct RawRetrieval {
     speaker_boost: Option<f64>,
     on_date_boost: Option<f64>,
     neighbour_weight: Option<f64>,
+    question_weight: Option<f64>,
 }
 
 /// The fusion and ranking constants; `None` keeps the retriever's default.
@@ -48,6 +49,10 @@ pub struct RetrievalSettings {
     /// Share of the neighbouring turns' relevance an episode gains; 0 is
     /// off.
     pub neighbour_weight: Option<f64>,
+    /// How much an episode that asks a question weighs less: its relevance
+    /// is multiplied by 1 − this × the share of its text in questions;
+    /// 0 is off, at most 1.
+    pub question_weight: Option<f64>,
 }
 
 impl RawRetrieval {
@@ -81,6 +86,12 @@ impl RawRetrieval {
         {
             return Err(invalid("retrieval.mmr_lambda", "between 0 and 1"));
         }
+        if self
+            .question_weight
+            .is_some_and(|w| !w.is_finite() || !(0.0..=1.0).contains(&w))
+        {
+            return Err(invalid("retrieval.question_weight", "between 0 and 1"));
+        }
         let boosts = [
             ("retrieval.dated_boost", self.dated_boost),
             ("retrieval.speaker_boost", self.speaker_boost),
@@ -102,6 +113,7 @@ impl RawRetrieval {
             speaker_boost: self.speaker_boost,
             on_date_boost: self.on_date_boost,
             neighbour_weight: self.neighbour_weight,
+            question_weight: self.question_weight,
         })
     }
 }

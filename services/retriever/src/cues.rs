@@ -13,6 +13,12 @@
 //! A query that names a date ("on October 13, 2023", "last May") is about
 //! what was said then, or what names that day: [`QueryDates`].
 //!
+//! A question is rarely its own answer: a turn that mostly asks ("What
+//! kind of yoga is it?") matches a question by its form, and on the
+//! LoCoMo dev split such turns were a sixth of the episodes ranked in and
+//! under 1 % of the evidence. [`question_share`] says how much of a turn
+//! asks, so ranking can weigh it down.
+//!
 //! Key decision: speakers are learnt from the labels of the turns a first
 //! pass found, not from a stored list of names, so nothing new is kept
 //! about a subject and a conversation without labels costs nothing.
@@ -105,6 +111,54 @@ pub fn without_names(query: &str, names: &[String]) -> Option<String> {
     text.chars().any(char::is_alphanumeric).then_some(text)
 }
 
+/// The share of a turn's text (after its speaker label, counted in
+/// characters other than whitespace) that is in sentences ending with a
+/// question mark: 1.0 for "What kind of yoga is it?", 0.0 for a turn that
+/// asks nothing. A turn with nothing to count asks nothing.
+pub fn question_share(text: &str) -> f64 {
+    let body = match speaker_of(text) {
+        Some(_) => text.split_once([':', '：']).map_or(text, |(_, said)| said),
+        None => text,
+    };
+    let is_mark = |c: &char| matches!(c, '.' | '!' | '?' | '。' | '！' | '？');
+    let (mut asked, mut all, mut sentence) = (0usize, 0usize, 0usize);
+    // Whether the run of marks the current sentence ends with ("?!")
+    // holds a question mark.
+    let mut asks = false;
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_whitespace() {
+            continue;
+        }
+        sentence += 1;
+        if is_mark(&c) {
+            asks |= matches!(c, '?' | '？');
+        } else {
+            asks = false;
+        }
+        // A sentence ends once its run of marks is over and a space
+        // follows ("3.5" is one word; Chinese needs no space), or with
+        // the text.
+        let ends = is_mark(&c)
+            && chars
+                .peek()
+                .is_some_and(|n| !is_mark(n) && (n.is_whitespace() || !c.is_ascii()));
+        if ends || chars.peek().is_none() {
+            if asks {
+                asked += sentence;
+            }
+            all += sentence;
+            sentence = 0;
+            asks = false;
+        }
+    }
+    if all == 0 {
+        0.0
+    } else {
+        asked as f64 / all as f64
+    }
+}
+
 /// The periods a query names, resolved against the day it is asked.
 #[derive(Debug, Clone, Default)]
 pub struct QueryDates(Vec<(NaiveDate, NaiveDate)>);
@@ -161,6 +215,28 @@ impl QueryDates {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn the_share_of_a_turn_that_asks() {
+        let close = |text: &str, expected: f64| {
+            let share = question_share(text);
+            assert!((share - expected).abs() < 1e-9, "{text}: {share}");
+        };
+        // "Wow!" is 4 characters, the question 19.
+        close("Maria: Wow! What kind of yoga is it?", 19.0 / 23.0);
+        close("Maria: What kind of yoga is it?", 1.0);
+        close("John: I finished Dune. Loved it.", 0.0);
+        // The label is not counted, a run of marks ends one sentence (a
+        // question when it holds a question mark), and the last sentence
+        // ends with the text.
+        close("Tim: Really?! I read it twice. Have you", 8.0 / 28.0);
+        close("小明：你去哪儿了？我去了北京。", 0.5);
+        // Without a label the whole text counts.
+        close("why not? sure.", 7.0 / 12.0);
+        close("Is it 3.5? It is 3.5.", 0.5);
+        assert_eq!(question_share(""), 0.0);
+        assert_eq!(question_share("Ana:   "), 0.0);
+    }
 
     #[test]
     fn a_speaker_label_is_a_short_capitalised_name_before_a_colon() {

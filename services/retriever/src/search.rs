@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use crate::context::{
     build_query, estimate_tokens, format_block, profile_section, BlockLine, LineKind,
 };
-use crate::cues::{named_speakers, speaker_of, without_names, QueryDates};
+use crate::cues::{named_speakers, question_share, speaker_of, without_names, QueryDates};
 use crate::episodes::{read_turns, Episode, EPISODE_IMPORTANCE, MAX_WINDOW};
 use crate::error::{ReadError, SearchError};
 use crate::ranking::{rank, Candidate, Ranked};
@@ -703,6 +703,8 @@ async fn rank_candidates(
         });
     }
     lift_neighbours(&mut candidates, state.ranking.neighbour_weight);
+    // After the lift: a question still lifts the answer that follows it.
+    weigh_questions(&mut candidates, state.ranking.question_weight);
     let ranked = rank(candidates, k, &state.ranking, Utc::now());
     let found: Vec<Found> = ranked
         .into_iter()
@@ -782,6 +784,20 @@ fn lift_neighbours(candidates: &mut [Candidate<(Item, Hit)>], weight: f64) {
         .collect();
     for (candidate, lift) in candidates.iter_mut().zip(lifts) {
         candidate.relevance += weight * lift;
+    }
+}
+
+/// Multiplies each episode's relevance by 1 − `weight` × the share of its
+/// text that asks ([`question_share`]). Memories are statements and keep
+/// theirs.
+fn weigh_questions(candidates: &mut [Candidate<(Item, Hit)>], weight: f64) {
+    if weight == 0.0 {
+        return;
+    }
+    for candidate in candidates {
+        if let Item::Episode(found) = &candidate.item.0 {
+            candidate.relevance *= 1.0 - weight * question_share(&found.episode.content);
+        }
     }
 }
 
