@@ -14,10 +14,11 @@
 //! what was said then, or what names that day: [`QueryDates`].
 //!
 //! A question is rarely its own answer: a turn that mostly asks ("What
-//! kind of yoga is it?") matches a question by its form, and on the
-//! LoCoMo dev split such turns were a sixth of the episodes ranked in and
-//! under 1 % of the evidence. [`question_share`] says how much of a turn
-//! asks, so ranking can weigh it down.
+//! kind of yoga is it?") matches a question by its form: on the LoCoMo
+//! dev split, turns more than half questions were 12 % of the episodes
+//! ranked in the top 25 that were not evidence, and under 1 % of the
+//! evidence. [`question_share`] says how much of a turn asks, so ranking
+//! can weigh it down.
 //!
 //! Key decision: speakers are learnt from the labels of the turns a first
 //! pass found, not from a stored list of names, so nothing new is kept
