@@ -1,16 +1,34 @@
 //! [`CachedEmbedder`]: a bounded memo over any [`Embedder`]. A text embedded
 //! once is answered from memory until it is evicted (oldest first), so
-//! repeated texts cost no model work. Used by `mnemo bench search` to time
-//! mnemo's search without the model: the queries are embedded once, before
-//! the timing, through the real adapter. Vectors are subject content: the
-//! cache lives in memory only and is dropped with the embedder.
+//! repeated texts cost no model work.
+//!
+//! The server puts one in front of a model-backed embedder ([`crate::build`]):
+//! a consolidated memory's text is embedded by the consolidator (to find
+//! its neighbours) and again by the memory projection, and its source
+//! messages by the episode projection and again for the memory's key. On
+//! two cores the model is what bounds how soon a conversation is
+//! searchable, so each of those second embeddings was time taken from the
+//! next turns. `mnemo bench search` uses one to time search without the
+//! model.
+//!
+//! Key decision: entries are keyed by the SHA-256 of the text, not the
+//! text, so the memo holds no subject's words; it lives in memory only and
+//! is dropped with the embedder.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use sha2::{Digest, Sha256};
 
 use crate::{EmbedError, Embedder, EmbeddingSpace};
+
+/// What a text is remembered by.
+type Key = [u8; 32];
+
+fn key(text: &str) -> Key {
+    Sha256::digest(text.as_bytes()).into()
+}
 
 pub struct CachedEmbedder {
     inner: Arc<dyn Embedder>,
@@ -20,9 +38,9 @@ pub struct CachedEmbedder {
 
 #[derive(Default)]
 struct Entries {
-    vectors: HashMap<String, Vec<f32>>,
+    vectors: HashMap<Key, Vec<f32>>,
     /// Insertion order, for eviction.
-    order: VecDeque<String>,
+    order: VecDeque<Key>,
 }
 
 impl CachedEmbedder {
@@ -35,18 +53,17 @@ impl CachedEmbedder {
         }
     }
 
-    fn lookup(&self, texts: &[String]) -> Vec<Option<Vec<f32>>> {
+    fn lookup(&self, keys: &[Key]) -> Vec<Option<Vec<f32>>> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        texts
-            .iter()
-            .map(|t| entries.vectors.get(t).cloned())
+        keys.iter()
+            .map(|k| entries.vectors.get(k).cloned())
             .collect()
     }
 
-    fn remember(&self, texts: &[String], vectors: &[Vec<f32>]) {
+    fn remember(&self, keys: &[Key], vectors: &[Vec<f32>]) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        for (text, vector) in texts.iter().zip(vectors) {
-            if entries.vectors.contains_key(text) {
+        for (key, vector) in keys.iter().zip(vectors) {
+            if entries.vectors.contains_key(key) {
                 continue;
             }
             if entries.vectors.len() == self.capacity {
@@ -54,8 +71,8 @@ impl CachedEmbedder {
                     entries.vectors.remove(&oldest);
                 }
             }
-            entries.vectors.insert(text.clone(), vector.clone());
-            entries.order.push_back(text.clone());
+            entries.vectors.insert(*key, vector.clone());
+            entries.order.push_back(*key);
         }
     }
 }
@@ -67,17 +84,21 @@ impl Embedder for CachedEmbedder {
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let mut found = self.lookup(texts);
-        let missing: Vec<String> = texts
+        let keys: Vec<Key> = texts.iter().map(|text| key(text)).collect();
+        let mut found = self.lookup(&keys);
+        let (missing, missing_keys): (Vec<String>, Vec<Key>) = texts
             .iter()
+            .zip(&keys)
             .zip(&found)
             .filter(|(_, hit)| hit.is_none())
-            .map(|(text, _)| text.clone())
-            .collect();
+            .map(|((text, key), _)| (text.clone(), *key))
+            .unzip();
         if !missing.is_empty() {
             // One batch for every miss: the adapters batch better than we could.
             let computed = self.inner.embed(&missing).await?;
-            self.remember(&missing, &computed);
+            if computed.len() == missing.len() {
+                self.remember(&missing_keys, &computed);
+            }
             let mut computed = computed.into_iter();
             for slot in found.iter_mut().filter(|slot| slot.is_none()) {
                 *slot = computed.next();

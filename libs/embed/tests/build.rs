@@ -76,6 +76,76 @@ async fn openai_kind_builds_the_http_embedder_and_needs_url_and_model() {
 }
 
 #[tokio::test]
+async fn a_model_backed_embedder_sends_a_text_it_embedded_lately_once() {
+    // The pipeline embeds a memory's text in the consolidator and again in
+    // the memory projection: the second time must not reach the model.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/embeddings"))
+        .respond_with(|request: &wiremock::Request| {
+            let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap();
+            let data: Vec<serde_json::Value> = body["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(i, text)| {
+                    let n = text.as_str().unwrap().len() as f32;
+                    json!({"object": "embedding", "index": i, "embedding": [n, 1.0, 0.0, 0.0]})
+                })
+                .collect();
+            ResponseTemplate::new(200).set_body_json(json!({"object": "list", "data": data}))
+        })
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut settings = settings(EmbedderKind::Openai, cache.path());
+    settings.base_url = Some(format!("{}/v1", server.uri()));
+    settings.model = Some("nomic-embed-text".into());
+    settings.dimension = Some(4);
+    let embedder = build(&settings).await.unwrap();
+    let texts = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+
+    let first = embedder
+        .embed(&texts(&["likes green tea", "lives in Lyon"]))
+        .await
+        .unwrap();
+    let again = embedder
+        .embed(&texts(&[
+            "lives in Lyon",
+            "hikes on Sundays",
+            "likes green tea",
+        ]))
+        .await
+        .unwrap();
+    assert_eq!(again[0], first[1]);
+    assert_eq!(again[2], first[0]);
+    assert_ne!(again[1], again[0], "each text keeps its own vector");
+    let sent: Vec<Vec<String>> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+            body["input"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_str().unwrap().to_owned())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        vec![
+            texts(&["likes green tea", "lives in Lyon"]),
+            texts(&["hikes on Sundays"])
+        ]
+    );
+}
+
+#[tokio::test]
 async fn auto_falls_back_to_lexical_when_no_model_can_be_had() {
     let cache = tempfile::tempdir().unwrap();
     let settings = settings(EmbedderKind::Auto, cache.path());
