@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app_with_model, TestApp};
+use crate::helpers::{spawn_app_with, spawn_app_with_model, TestApp};
 
 /// Only explicit requests consolidate, so each test decides when.
 const MANUAL: &str = "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n";
@@ -592,4 +592,127 @@ async fn consolidating_one_session_leaves_the_others_waiting() {
         contents(&all).iter().any(|c| c.contains("nurse")),
         "{all:?}"
     );
+}
+
+/// An OpenAI-compatible embeddings endpoint on loopback that records every
+/// text it is sent and answers each with a vector of its bytes; its base
+/// URL and the record.
+async fn recording_embedder() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use actix_web::{web, App, HttpResponse, HttpServer};
+    let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let uri = format!("http://{}/v1", listener.local_addr().unwrap());
+    let record = sent.clone();
+    let server = HttpServer::new(move || {
+        let record = record.clone();
+        App::new().route(
+            "/v1/embeddings",
+            web::post().to(move |body: web::Json<Value>| {
+                let record = record.clone();
+                async move {
+                    let texts: Vec<String> = body["input"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|t| t.as_str().unwrap().to_owned())
+                        .collect();
+                    record.lock().unwrap().extend(texts.iter().cloned());
+                    let data: Vec<Value> = texts
+                        .iter()
+                        .enumerate()
+                        .map(|(i, text)| {
+                            let vector: Vec<f32> = (0..8u32)
+                                .map(|d| {
+                                    let sum: u32 = text.bytes().map(u32::from).sum();
+                                    (sum.wrapping_mul(d + 1) % 101) as f32 + 1.0
+                                })
+                                .collect();
+                            json!({"object": "embedding", "index": i, "embedding": vector})
+                        })
+                        .collect();
+                    HttpResponse::Ok().json(json!({"object": "list", "data": data}))
+                }
+            }),
+        )
+    })
+    .workers(1)
+    .listen(listener)
+    .unwrap()
+    .run();
+    tokio::spawn(server);
+    (uri, sent)
+}
+
+#[tokio::test]
+async fn the_pipeline_sends_each_text_to_the_model_once_and_search_each_query() {
+    // The consolidator embeds a memory's text and the memory projection
+    // embeds it again, with its source message, which the episode
+    // projection embedded already: the pipeline's memo sends each of them
+    // once. Search embeds every query it is asked.
+    let (uri, sent) = recording_embedder().await;
+    let config = tempfile::tempdir().unwrap();
+    let file = config.path().join("mnemo.toml");
+    std::fs::write(&file, MANUAL).unwrap();
+    let app = spawn_app_with(&[
+        ("MNEMO_EMBEDDER", "openai"),
+        ("MNEMO_EMBED_BASE_URL", uri.as_str()),
+        ("MNEMO_EMBED_MODEL", "recorder"),
+        ("MNEMO_EMBED_DIMENSION", "8"),
+        ("MNEMO_CONFIG", file.to_str().unwrap()),
+    ])
+    .await;
+    let token = app.admin("acme");
+    let lines = [
+        "I love green tea in the morning.",
+        "I live in Lyon with my two cats.",
+    ];
+    post(&app, &token, "alice", "s1", &lines).await;
+    // Every message embedded as an episode before the consolidation.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !lines
+        .iter()
+        .all(|line| sent.lock().unwrap().iter().any(|t| t == line))
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "episodes never embedded"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    consolidate(&app, &token, "alice").await;
+    let memories = memories_when(&app, &token, "alice", "a memory", |m| !m.is_empty()).await;
+    // The memory's row is written with its point, after its key is embedded.
+    let sent_now = sent.lock().unwrap().clone();
+    for memory in &memories {
+        let content = memory["content"].as_str().unwrap();
+        assert!(
+            sent_now.iter().any(|t| t == content),
+            "{content} never embedded"
+        );
+    }
+    let mut distinct = sent_now.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(
+        distinct.len(),
+        sent_now.len(),
+        "a text sent twice: {sent_now:?}"
+    );
+
+    for _ in 0..2 {
+        app.post_json(
+            "/v1/subjects/alice/search",
+            &token,
+            json!({"query": "what does she drink?"}),
+        )
+        .await;
+    }
+    let queries = sent
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|t| *t == "what does she drink?")
+        .count();
+    assert_eq!(queries, 2, "search embeds each query it is asked");
+    app.stop().await;
 }

@@ -38,7 +38,7 @@ use tokio::task::JoinSet;
 use crate::backlog::BufferFigures;
 use crate::roles::{Group, Roles};
 use crate::stores::{load_master_key, Stores};
-use crate::vectors::{build_embedder_with_status, open_index};
+use crate::vectors::{build_embedder_with_status, open_index, pipeline_embedder};
 use crate::verifier::build_verifier;
 
 /// Held (an exclusive advisory lock) by the server for its whole run, so
@@ -62,7 +62,10 @@ pub fn routes() -> Vec<(&'static str, &'static str)> {
 /// vectors build them ([`Roles::needs_vectors`]).
 #[derive(Clone)]
 struct Vectors {
+    /// Search's embedder.
     embedder: Arc<dyn Embedder>,
+    /// The consolidator's and the projections' ([`pipeline_embedder`]).
+    pipeline: Arc<dyn Embedder>,
     /// Which embedder that is, for `/readyz`.
     status: EmbedderStatus,
     index: Arc<dyn VectorIndex>,
@@ -114,6 +117,7 @@ impl Application {
                 let (embedder, status) = build_embedder_with_status(&settings).await?;
                 let opened = open_index(&settings, embedder.clone(), &log).await?;
                 Some(Vectors {
+                    pipeline: pipeline_embedder(&embedder, &status),
                     embedder,
                     status,
                     index: opened.index,
@@ -258,7 +262,7 @@ impl Application {
         let projection = Arc::new(MemoryProjection::new(
             self.log.clone(),
             self.stores.read_model.clone(),
-            vectors.embedder.clone(),
+            vectors.pipeline.clone(),
             vectors.index.clone(),
         ));
         parts.spawn(named(
@@ -271,7 +275,7 @@ impl Application {
         ));
         let episodes = Arc::new(EpisodeProjection::new(
             self.log.clone(),
-            vectors.embedder.clone(),
+            vectors.pipeline.clone(),
             vectors.index.clone(),
         ));
         parts.spawn(named(
@@ -442,7 +446,7 @@ fn build_consolidator(
             fallback,
             budget: Arc::default(),
             metrics: Some(metrics.clone()),
-            embedder: vectors.embedder.clone(),
+            embedder: vectors.pipeline.clone(),
             index: vectors.index.clone(),
             read_model: stores.read_model.clone(),
             policies: Arc::new(settings.consolidation.clone()),

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use mnemo_config::Settings;
-use mnemo_embed::{Embedder, EmbedderStatus};
+use mnemo_embed::{CachedEmbedder, Embedder, EmbedderKind, EmbedderStatus};
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_vector_index::collections::{Collections, ReplayMarker};
 use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
@@ -23,6 +23,27 @@ pub async fn build_embedder_with_status(
         .context("cannot set up the embedder")?;
     tracing::info!(kind = ?status.kind, model = %status.model, dimension = status.dimension, fallback = status.fallback, "embedder ready");
     Ok((embedder, status))
+}
+
+/// Texts whose vectors the pipeline's embedder remembers: about 6 MiB of
+/// 384-wide vectors, several of the pipeline's batches, so a memory's text
+/// and its source messages are still there when the memory projection
+/// embeds them again.
+pub const RECENT_TEXTS: usize = 4096;
+
+/// The embedder the consolidator and the projections share: a model-backed
+/// one behind a memo of the texts it embedded lately ([`CachedEmbedder`]),
+/// because they embed a consolidated memory's text and its source messages
+/// twice each; the lexical one as it is (its vectors cost less to compute
+/// than to look up). Search keeps the plain embedder.
+pub fn pipeline_embedder(
+    embedder: &Arc<dyn Embedder>,
+    status: &EmbedderStatus,
+) -> Arc<dyn Embedder> {
+    match status.kind {
+        EmbedderKind::Lexical => embedder.clone(),
+        _ => Arc::new(CachedEmbedder::new(embedder.clone(), RECENT_TEXTS)),
+    }
 }
 
 /// Opens the collection the server serves for the embedder's space (one

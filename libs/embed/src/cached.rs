@@ -2,14 +2,16 @@
 //! once is answered from memory until it is evicted (oldest first), so
 //! repeated texts cost no model work.
 //!
-//! The server puts one in front of a model-backed embedder ([`crate::build`]):
+//! The server puts one in front of a model-backed embedder for the
+//! consolidator and the projections (`mnemo_app::vectors::pipeline_embedder`):
 //! a consolidated memory's text is embedded by the consolidator (to find
 //! its neighbours) and again by the memory projection, and its source
 //! messages by the episode projection and again for the memory's key. On
 //! two cores the model is what bounds how soon a conversation is
 //! searchable, so each of those second embeddings was time taken from the
-//! next turns. `mnemo bench search` uses one to time search without the
-//! model.
+//! next turns. Search embeds its queries without one, so what a query
+//! costs stays what it costs. `mnemo bench search` uses one to time search
+//! without the model.
 //!
 //! Key decision: entries are keyed by the SHA-256 of the text, not the
 //! text, so the memo holds no subject's words; it lives in memory only and

@@ -14,7 +14,7 @@ use secrecy::SecretString;
 
 use crate::model::{default_cache_dir_from, hub_endpoint_from_env, ModelOrigins};
 use crate::pypi::pypi_endpoint_from_env;
-use crate::{CachedEmbedder, EmbedError, Embedder, LexicalEmbedder, OpenAiConfig, OpenAiEmbedder};
+use crate::{EmbedError, Embedder, LexicalEmbedder, OpenAiConfig, OpenAiEmbedder};
 
 /// The local model used when none is named.
 pub const DEFAULT_LOCAL_MODEL: &str = "sentence-transformers/all-MiniLM-L6-v2";
@@ -219,21 +219,8 @@ pub async fn build_with_status(
         },
     };
     let status = EmbedderStatus::of(kind, embedder.as_ref(), fallback);
-    // A model's texts are remembered a while: the pipeline embeds many
-    // texts twice (see `CachedEmbedder`). Lexical vectors cost less to
-    // compute than to look up.
-    let embedder: Arc<dyn Embedder> = match kind {
-        EmbedderKind::Lexical => embedder,
-        _ => Arc::new(CachedEmbedder::new(embedder, RECENT_TEXTS)),
-    };
     Ok((embedder, status))
 }
-
-/// Texts whose vectors a model-backed embedder remembers: about 6 MiB of
-/// 384-wide vectors, and several batches of the pipeline's, so a memory's
-/// text and its source messages are still there when the memory
-/// projection embeds them again.
-pub const RECENT_TEXTS: usize = 4096;
 
 /// The local model's directory, obtained as [`build`] would for `local` or
 /// `auto`: `model_dir`, else the cache, else the hub, else (default model
