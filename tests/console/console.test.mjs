@@ -454,6 +454,17 @@ test("an erasure with typed confirmation, followed to its receipt", async () => 
 
 test("the audit timeline, filtered by subject and event type", async () => {
   const { page, done } = await openContext();
+  // The unfiltered page is answered late, after the filtered one: the
+  // timeline must show the answer to the filters applied, not the last to
+  // arrive (a slow machine once drew the 24 unfiltered rows under the filter).
+  let held = 0;
+  await page.route("**/v1/audit?*", async (route) => {
+    if (!new URL(route.request().url()).searchParams.has("subject")) {
+      held += 1;
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+    }
+    await route.continue();
+  });
   await signIn(page, admin);
   await page.getByRole("link", { name: "Audit", exact: true }).click();
   await page.getByLabel("Subject").fill("user-42");
@@ -464,6 +475,10 @@ test("the audit timeline, filtered by subject and event type", async () => {
   await rows.first().waitFor();
   assert.equal(await rows.count(), 1);
   assert.match(await rows.first().innerText(), /MemoryRevised[\s\S]*console-admin[\s\S]*user-42/);
+  assert.ok(held >= 1, "the unfiltered page was asked for and held back");
+  await page.waitForTimeout(2000);
+  assert.equal(await rows.count(), 1, "the late unfiltered answer is not drawn");
+  await page.unroute("**/v1/audit?*");
   await accessible(page, "audit");
   await screenshot(page, "audit");
   await done();

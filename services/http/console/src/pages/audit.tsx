@@ -1,7 +1,7 @@
 // The tenant's audit timeline (the event log, opened): who did what and
 // when, filterable by actor, event type, subject and time.
 import type { AuditEvent } from "@mnemo/client";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 import { client } from "../api";
 import { href, navigate, useLocation } from "../router";
@@ -75,11 +75,19 @@ function Timeline() {
   };
   const key = FIELDS.map((f) => applied[f]).join("|");
   const [draft, setDraft] = useState<Filters>(applied);
-  const [events, setEvents] = useState<AuditEvent[] | null>(null);
+  // The events shown and the filters they answer: a page is drawn only
+  // while its filters are the applied ones, so neither a slow answer to
+  // an earlier filter (which could arrive after the later one) nor the
+  // frame between a navigation and its reload shows rows that do not match.
+  const [shown, setShown] = useState<{ key: string; events: AuditEvent[] } | null>(null);
   const [cursor, setCursor] = useState<number | null>(null);
   const [error, setError] = useState<unknown>(undefined);
+  const current = useRef(key);
+  current.current = key;
+  const events = shown !== null && shown.key === key ? shown.events : null;
 
   const load = async (after: number | null) => {
+    const asked = key;
     setError(undefined);
     try {
       const page = await client.listAudit({
@@ -91,16 +99,21 @@ function Timeline() {
         limit: 100,
         cursor: after ?? undefined,
       });
-      setEvents((current) => (after !== null ? [...(current ?? []), ...page.events] : page.events));
+      if (asked !== current.current) return;
+      setShown((previous) => ({
+        key: asked,
+        events: after !== null && previous?.key === asked ? [...previous.events, ...page.events] : page.events,
+      }));
       setCursor(page.next_cursor);
     } catch (caught) {
+      if (asked !== current.current) return;
       setError(caught);
-      if (after === null) setEvents([]);
+      if (after === null) setShown({ key: asked, events: [] });
     }
   };
   useEffect(() => {
     setDraft(applied);
-    setEvents(null);
+    setCursor(null);
     void load(null);
   }, [key]);
 
