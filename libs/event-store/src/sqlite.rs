@@ -23,21 +23,33 @@ use crate::{
     StreamAppend,
 };
 
+mod handoff;
+
+pub use handoff::handoffs as lock_handoffs;
+
+/// How long a statement waits for the write lock before it fails.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Opens (creating if needed) the embedded database and applies migrations.
 ///
 /// `secure_delete` makes SQLite zero the bytes of deleted rows, so an erased
 /// subject's key and plaintext projections do not linger in free pages.
+/// Every connection waits for the write lock through [`handoff`]: woken by
+/// the commit that frees it rather than by SQLite's sleeping busy handler.
 pub async fn connect(path: &Path) -> Result<SqlitePool, sqlx::Error> {
     let options = SqliteConnectOptions::new()
         .filename(path)
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
-        .busy_timeout(Duration::from_secs(10))
+        .busy_timeout(BUSY_TIMEOUT)
         .foreign_keys(true)
         .pragma("secure_delete", "ON");
     let pool = SqlitePoolOptions::new()
         .max_connections(8)
+        .after_connect(|connection, _| {
+            Box::pin(async move { handoff::install(connection, BUSY_TIMEOUT).await })
+        })
         .connect_with(options)
         .await?;
     migrate(&pool).await?;
