@@ -466,6 +466,9 @@ test("the audit timeline, filtered by subject and event type", async () => {
     await route.continue();
   });
   await signIn(page, admin);
+  const lateAnswer = page.waitForResponse(
+    (response) => response.url().includes("/v1/audit?") && !new URL(response.url()).searchParams.has("subject"),
+  );
   await page.getByRole("link", { name: "Audit", exact: true }).click();
   await page.getByLabel("Subject").fill("user-42");
   await page.getByLabel("Event type").selectOption("MemoryRevised");
@@ -476,7 +479,9 @@ test("the audit timeline, filtered by subject and event type", async () => {
   assert.equal(await rows.count(), 1);
   assert.match(await rows.first().innerText(), /MemoryRevised[\s\S]*console-admin[\s\S]*user-42/);
   assert.ok(held >= 1, "the unfiltered page was asked for and held back");
-  await page.waitForTimeout(2000);
+  // Once the late answer is in and the page has had two frames to draw it:
+  await (await lateAnswer).finished();
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
   assert.equal(await rows.count(), 1, "the late unfiltered answer is not drawn");
   await page.unroute("**/v1/audit?*");
   await accessible(page, "audit");
