@@ -310,6 +310,40 @@ async fn context_has_a_section_for_past_conversations_and_pays_once() {
         .all(|m| m["type"] == "memory"));
     assert!(context["tokens"].as_u64().unwrap() <= 300);
 
+    // Search does not spend two places on it either: the memory is found,
+    // the message it came from is not returned beside it.
+    let found = search(
+        &app,
+        &token,
+        "jo",
+        json!({"query": "What tea does she drink every morning?", "k": 5}),
+    )
+    .await;
+    assert!(
+        found
+            .iter()
+            .any(|r| r["type"] == "memory" && r["memory"]["id"] == tea["id"]),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .all(|r| r["type"] == "memory" || sources(r) != [ids[0].clone()]),
+        "the tea message is returned beside its memory: {found:?}"
+    );
+    // Episodes only: the message is returned, there is no memory to keep.
+    let episodes_only = search(
+        &app,
+        &token,
+        "jo",
+        json!({"query": "What tea does she drink every morning?", "k": 5, "include": ["episodes"]}),
+    )
+    .await;
+    assert!(
+        episodes_only.iter().any(|r| sources(r) == [ids[0].clone()]),
+        "{episodes_only:?}"
+    );
+
     // By default (window 1) the block shows the turns around an episode,
     // every one its provenance names.
     let windowed = app
