@@ -15,7 +15,13 @@ from .conftest import Server, eventually  # noqa: E402
 
 
 def test_retriever_returns_documents_with_type_score_and_provenance(client: MnemoClient, subject: str) -> None:
-    posted = client.post_messages(subject, [{"role": "user", "content": "I take my tea with oat milk", "id": "m-1"}])
+    posted = client.post_messages(
+        subject,
+        [
+            {"role": "user", "content": "I take my tea with oat milk", "id": "m-1"},
+            {"role": "user", "content": "Oat milk in my tea every morning, no sugar", "id": "m-2"},
+        ],
+    )
     memory = client.create_memory(subject, "Takes tea with oat milk", "preference", tags=["drinks"], sources=["m-1"])
 
     retriever = MnemoRetriever(client=client, subject=subject, k=5)
@@ -23,7 +29,7 @@ def test_retriever_returns_documents_with_type_score_and_provenance(client: Mnem
         lambda: (lambda d: d if {x.metadata["type"] for x in d} == {"memory", "episode"} else None)(
             retriever.invoke("tea with oat milk")
         ),
-        what="the memory and the episode in search",
+        what="the memory and an episode in search",
     )
     assert all(isinstance(doc, Document) for doc in docs)
     scores = [doc.metadata["score"] for doc in docs]
@@ -38,11 +44,13 @@ def test_retriever_returns_documents_with_type_score_and_provenance(client: Mnem
     assert mem_doc.metadata["provenance"]["producer"]["strategy"] == "api"
     assert set(mem_doc.metadata["components"]) >= {"relevance", "recency", "importance"}
 
-    episode = next(doc for doc in docs if doc.metadata["type"] == "episode")
-    assert episode.page_content == "I take my tea with oat milk"
-    assert episode.metadata["message_id"] == "m-1"
+    # The message the memory was made from is not returned beside it.
+    episodes = [doc for doc in docs if doc.metadata["type"] == "episode"]
+    assert [doc.metadata["message_id"] for doc in episodes] == ["m-2"]
+    episode = episodes[0]
+    assert episode.page_content == "Oat milk in my tea every morning, no sugar"
     assert episode.metadata["role"] == "user"
-    assert episode.metadata["provenance"]["source_event_ids"] == [posted.events[0].event_id]
+    assert episode.metadata["provenance"]["source_event_ids"] == [posted.events[1].event_id]
 
 
 async def test_retriever_async_and_options(server: Server, tenant: str, subject: str) -> None:
