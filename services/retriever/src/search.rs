@@ -729,11 +729,10 @@ async fn rank_candidates(
 
 /// Never a memory and the episode it came from both, as in the context
 /// block ([`keep_for_block`]): the memory, curated, is kept at the better
-/// of the two places, and the places freed go to the next results. On the
-/// LoCoMo dev split (760 questions, the ranked lists of a served run
-/// folded offline) this recalled 0.4 more evidence at 10 and 0.7 more for
-/// multi-hop questions: a memory and its turn took two of the ten places
-/// for one thing said.
+/// of the two places, and the places freed go to the next results: a
+/// memory and its turn took two of the ten places for one thing said. On
+/// the LoCoMo dev split, served over one ingest, recall@10 rose 0.3 and
+/// multi-hop recall@10 0.5 (docs/operations.md).
 fn fold_into_memories(found: Vec<Found>) -> Vec<Found> {
     let mut made_from: HashMap<EventId, usize> = HashMap::new();
     for (at, f) in found.iter().enumerate() {
