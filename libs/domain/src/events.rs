@@ -691,6 +691,11 @@ pub mod streams {
         format!("memory-{id}")
     }
 
+    /// The memory a stream named by [`memory`] holds.
+    pub fn memory_id(stream_id: &str) -> Option<MemoryId> {
+        MemoryId::parse(stream_id.strip_prefix("memory-")?).ok()
+    }
+
     pub fn conversation(subject: &SubjectId) -> String {
         format!("conversation-{subject}")
     }

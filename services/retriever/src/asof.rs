@@ -205,11 +205,7 @@ fn advance(slot: &mut Option<Memory>, subject: &SubjectId, decoded: &Decoded) {
 
 /// The memory a memory stream's event belongs to.
 fn stream_memory(decoded: &Decoded) -> Option<MemoryId> {
-    decoded
-        .recorded
-        .stream_id
-        .strip_prefix("memory-")
-        .and_then(|id| MemoryId::parse(id).ok())
+    mnemo_domain::events::streams::memory_id(&decoded.recorded.stream_id)
 }
 
 // ---------------------------------------------------------------- one memory

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use mnemo_bus::{EventHandler, HandlerError};
 use mnemo_crypto::{CryptoError, SubjectCipher, TokenPurpose};
+use mnemo_domain::events::streams;
 use mnemo_domain::{EventId, Memory, MemoryId, MemoryState, RecordedEvent, TenantId};
 use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::{LogError, SealedLog};
@@ -37,6 +38,8 @@ pub struct MemoryProjection {
     /// also answer "what was projected before" for the next event of the
     /// same memory in the run.
     pending: Mutex<HashMap<(TenantId, MemoryId), Pending>>,
+    /// Memory streams read and folded since start.
+    streams_read: std::sync::atomic::AtomicU64,
 }
 
 /// A row waiting for its point to be durable.
@@ -84,7 +87,14 @@ impl MemoryProjection {
             embedder,
             index,
             pending: Mutex::default(),
+            streams_read: Default::default(),
         }
+    }
+
+    /// How many memory streams `handle` has read and folded: fewer than
+    /// the events handled when a run holds several events of one memory.
+    pub fn streams_read(&self) -> u64 {
+        self.streams_read.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<(TenantId, MemoryId), Pending>> {
@@ -268,6 +278,18 @@ impl EventHandler for MemoryProjection {
                 "memory event without subject".into(),
             ));
         };
+        // Folded already in this run: the stream read for an earlier event
+        // of this memory held this one. A memory reinforced again and again
+        // in a backlog is read once per run, not once per event. Were the
+        // subject erased since, the flush drops the row and the point.
+        let folded = streams::memory_id(&event.stream_id).is_some_and(|id| {
+            self.pending()
+                .get(&(event.tenant.clone(), id))
+                .is_some_and(|p| p.memory.version >= event.stream_version)
+        });
+        if folded {
+            return Ok(());
+        }
         // The key's generation is read before the stream: content found
         // readable was then read under it (or the erasure came between, and
         // the flush refuses the row), never under a key made after it.
@@ -282,6 +304,8 @@ impl EventHandler for MemoryProjection {
             .read_stream(&event.tenant, &event.stream_id)
             .await
             .map_err(retryable)?;
+        self.streams_read
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let Some(memory) = Memory::fold(
             subject,
             stream

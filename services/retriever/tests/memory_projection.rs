@@ -303,6 +303,53 @@ async fn a_run_is_embedded_in_one_call_and_its_rows_follow_their_points() {
 }
 
 #[tokio::test]
+async fn a_memory_with_several_events_in_a_run_is_read_once() {
+    let fx = Fixture::new().await;
+    let projection = fx.projection();
+    let (id, created) = fx.create("The user likes apples").await;
+    let mut events = vec![created];
+    for fruit in ["pears", "plums"] {
+        events.push(
+            fx.append(
+                &id,
+                DomainEvent::MemoryRevised(MemoryRevised {
+                    content: Some(SubjectText::new(format!("The user likes {fruit}"))),
+                    ..Default::default()
+                }),
+            )
+            .await,
+        );
+    }
+    // A backlog: every event was in the log before the first was handled,
+    // so the first read of the stream folded all three.
+    for event in &events {
+        projection.handle(event).await.unwrap();
+    }
+    assert_eq!(projection.streams_read(), 1);
+    projection.flush().await.unwrap();
+    let row = fx.read_model.get(&fx.tenant, &id).await.unwrap().unwrap();
+    assert_eq!(row.version, 3);
+    assert_eq!(row.content.as_text(), Some("The user likes plums"));
+    assert_eq!(fx.found("plums").await, vec![id]);
+
+    // An event after the run is read again: the row moves on.
+    let later = fx
+        .append(
+            &id,
+            DomainEvent::MemoryRevised(MemoryRevised {
+                content: Some(SubjectText::new("The user likes quinces")),
+                ..Default::default()
+            }),
+        )
+        .await;
+    projection.handle(&later).await.unwrap();
+    projection.flush().await.unwrap();
+    assert_eq!(projection.streams_read(), 2);
+    let row = fx.read_model.get(&fx.tenant, &id).await.unwrap().unwrap();
+    assert_eq!(row.content.as_text(), Some("The user likes quinces"));
+}
+
+#[tokio::test]
 async fn a_failed_embedding_keeps_the_run_for_the_next_flush() {
     let fx = Fixture::new().await;
     let projection = fx.projection();
