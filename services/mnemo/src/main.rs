@@ -291,6 +291,11 @@ enum BenchCommand {
         /// `lexical` (in process).
         #[arg(long, default_value = "loopback", value_parser = ["loopback", "lexical"])]
         embedder: String,
+        /// The posted messages' text: `repeated` (six sentences in turn, the
+        /// figures of docs/operations.md) or `varied` (words drawn from a
+        /// 5,000-word vocabulary with the frequencies of natural text).
+        #[arg(long, default_value = "repeated", value_parser = ["repeated", "varied"])]
+        text: String,
     },
     /// Search latency p50/p99 at several memory counts, with and without the
     /// embedder, against the raw qdrant-edge query time on the same data.
@@ -625,9 +630,11 @@ async fn bench(what: BenchCommand) -> anyhow::Result<()> {
             clients,
             batch,
             embedder,
+            text,
         } => {
             let count = |value: u64| usize::try_from(value).context("count too large");
             mnemo_lab::bench_searchable::searchable(mnemo_lab::bench_searchable::SearchableBench {
+                varied_text: text == "varied",
                 memories: count(memories)?,
                 messages: count(messages)?,
                 clients: count(clients)?,

@@ -114,6 +114,63 @@ pub(crate) fn message_text(n: usize) -> String {
     format!("{} (#{n})", LINES[n % LINES.len()])
 }
 
+/// Words in [`varied_text`]'s vocabulary.
+const VOCABULARY: f64 = 5_000.0;
+/// The Zipf rank of its most frequent word: natural text's hundred most
+/// frequent words are mostly stop words, which BM25 leaves out.
+const FIRST_RANK: f64 = 100.0;
+
+/// Every tenth message is one of [`message_text`]'s six sentences (so the
+/// rules keep memories, about 5 per 100 messages, against about 9 on the
+/// LoCoMo dev split); the others are 8 to 16 words drawn from a vocabulary
+/// of [`VOCABULARY`] made-up words with the frequencies of natural text's
+/// content words (Zipf's law: the word of rank `r` about as frequent as
+/// `1 / r`, ranks [`FIRST_RANK`] on), then `(#n)`. The same `n` gives the
+/// same text. [`message_text`] alone puts each of its words in a sixth of
+/// the messages or more, the worst case for the index's BM25 posting lists
+/// (see docs/operations.md, "The pipeline under load"), and makes 55
+/// memories per 100 messages.
+pub(crate) fn varied_text(n: usize) -> String {
+    if n.is_multiple_of(10) {
+        return message_text(n / 10);
+    }
+    // splitmix64: a fixed sequence per message, no dependency.
+    let mut state = n as u64;
+    let mut next = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let words = 8 + next() % 9;
+    let mut text = String::new();
+    for _ in 0..words {
+        let unit = (next() >> 11) as f64 / (1u64 << 53) as f64;
+        // Log-uniform over FIRST_RANK..FIRST_RANK + VOCABULARY.
+        let rank = FIRST_RANK * ((VOCABULARY + FIRST_RANK) / FIRST_RANK).powf(unit);
+        text.push_str(&made_up_word(rank as u64));
+        text.push(' ');
+    }
+    text.push_str(&format!("(#{n})"));
+    text
+}
+
+/// The made-up word of `rank` (16 or more): its digits in base 16 spelt as
+/// syllables, so distinct ranks give distinct words.
+fn made_up_word(mut rank: u64) -> String {
+    const SYLLABLES: [&str; 16] = [
+        "ka", "lo", "mi", "ru", "te", "sa", "no", "vi", "pe", "du", "ra", "ze", "fo", "li", "ga",
+        "bu",
+    ];
+    let mut word = String::new();
+    while rank > 0 {
+        word.push_str(SYLLABLES[(rank % 16) as usize]);
+        rank /= 16;
+    }
+    word
+}
+
 pub async fn run(bench: IngestBench) -> anyhow::Result<IngestFigures> {
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(bench.concurrency)
@@ -207,4 +264,51 @@ pub async fn ingest(mut bench: IngestBench, batches: &[usize]) -> anyhow::Result
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{HashMap, HashSet};
+
+    /// The share of `count` messages that hold their most common word.
+    fn most_common_word_share(text: impl Fn(usize) -> String, count: usize) -> f64 {
+        let mut messages_with: HashMap<String, usize> = HashMap::new();
+        for n in 0..count {
+            let words: HashSet<String> = text(n)
+                .split_whitespace()
+                .filter(|w| !w.starts_with('('))
+                .map(str::to_lowercase)
+                .collect();
+            for word in words {
+                *messages_with.entry(word).or_default() += 1;
+            }
+        }
+        *messages_with.values().max().unwrap() as f64 / count as f64
+    }
+
+    #[test]
+    fn varied_text_is_fixed_per_message_and_spreads_its_words_as_natural_text_does() {
+        assert_eq!(varied_text(7), varied_text(7));
+        assert_ne!(varied_text(7), varied_text(8));
+        assert_eq!(varied_text(30), message_text(3));
+        for n in (0..100).filter(|n: &usize| !n.is_multiple_of(10)) {
+            let words = varied_text(n).split_whitespace().count() - 1;
+            assert!((8..=16).contains(&words), "{words} words in message {n}");
+        }
+        // The six sentences put a word in a sixth of the messages or more;
+        // the varied text's most common word is in far fewer of them.
+        assert!(most_common_word_share(message_text, 6_000) >= 1.0 / 6.0);
+        let varied = most_common_word_share(varied_text, 6_000);
+        assert!(
+            varied < 0.08,
+            "most common word in {varied:.3} of the messages"
+        );
+    }
+
+    #[test]
+    fn made_up_words_of_distinct_ranks_differ() {
+        let words: HashSet<String> = (16..5_200).map(made_up_word).collect();
+        assert_eq!(words.len(), 5_200 - 16);
+    }
 }

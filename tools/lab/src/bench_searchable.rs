@@ -40,7 +40,7 @@ use mnemo_auth::Scope;
 use mnemo_embed::{Embedder, LexicalEmbedder};
 use serde_json::{json, Value};
 
-use crate::bench::{message_text, percentile, EmbeddedServer};
+use crate::bench::{message_text, percentile, varied_text, EmbeddedServer};
 
 /// The vector size of the loopback server (all-MiniLM-L6-v2's).
 pub const DIMENSION: usize = 384;
@@ -65,6 +65,8 @@ pub struct SearchableBench {
     pub clients: usize,
     pub batch: usize,
     pub embedder: BenchEmbedder,
+    /// Post [`varied_text`] instead of [`message_text`]'s six sentences.
+    pub varied_text: bool,
 }
 
 /// What the loopback embedding server was asked.
@@ -367,7 +369,7 @@ async fn messages(client: &Arc<Client>, bench: &SearchableBench) -> anyhow::Resu
     let mut writers = Vec::new();
     for writer in 0..clients {
         let (client, next_id) = (client.clone(), next_id.clone());
-        let total = bench.messages;
+        let (total, varied) = (bench.messages, bench.varied_text);
         writers.push(tokio::spawn(async move {
             let subject = format!("searchable-{writer}");
             let path = format!("/v1/subjects/{subject}/messages");
@@ -381,7 +383,7 @@ async fn messages(client: &Arc<Client>, bench: &SearchableBench) -> anyhow::Resu
                         (n < total).then(|| {
                             json!({
                                 "role": if (sent + i) % 2 == 0 { "user" } else { "assistant" },
-                                "content": message_text(n),
+                                "content": if varied { varied_text(n) } else { message_text(n) },
                                 "id": format!("m{n}"),
                                 "session": format!("s{}", (sent + i) / 24),
                             })
