@@ -121,7 +121,7 @@ const VOCABULARY: f64 = 5_000.0;
 const FIRST_RANK: f64 = 100.0;
 
 /// Every tenth message is one of [`message_text`]'s six sentences (so the
-/// rules keep memories, about 5 per 100 messages, against about 9 on the
+/// rules keep memories: 8.3 per 100 messages measured, against 9.4 on the
 /// LoCoMo dev split); the others are 8 to 16 words drawn from a vocabulary
 /// of [`VOCABULARY`] made-up words with the frequencies of natural text's
 /// content words (Zipf's law: the word of rank `r` about as frequent as
@@ -156,8 +156,8 @@ pub(crate) fn varied_text(n: usize) -> String {
     text
 }
 
-/// The made-up word of `rank` (16 or more): its digits in base 16 spelt as
-/// syllables, so distinct ranks give distinct words.
+/// The made-up word of `rank` (above 0): its digits in base 16 spelt as
+/// syllables of two letters, so distinct ranks give distinct words.
 fn made_up_word(mut rank: u64) -> String {
     const SYLLABLES: [&str; 16] = [
         "ka", "lo", "mi", "ru", "te", "sa", "no", "vi", "pe", "du", "ra", "ze", "fo", "li", "ga",
