@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::bench_search::Rng;
 use anyhow::Context;
 use mnemo_auth::{MintRequest, Minter, Scope};
 use mnemo_config::{Overrides, Settings};
@@ -134,19 +135,13 @@ pub(crate) fn varied_text(n: usize) -> String {
     if n.is_multiple_of(10) {
         return message_text(n / 10);
     }
-    // splitmix64: a fixed sequence per message, no dependency.
-    let mut state = n as u64;
-    let mut next = move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
-    let words = 8 + next() % 9;
+    // A fixed sequence per message: its number spread over the seed's bits
+    // (odd, so never the generator's fixed point 0).
+    let mut rng = Rng((n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let words = 8 + rng.below(9);
     let mut text = String::new();
     for _ in 0..words {
-        let unit = (next() >> 11) as f64 / (1u64 << 53) as f64;
+        let unit = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
         // Log-uniform over FIRST_RANK..FIRST_RANK + VOCABULARY.
         let rank = FIRST_RANK * ((VOCABULARY + FIRST_RANK) / FIRST_RANK).powf(unit);
         text.push_str(&made_up_word(rank as u64));

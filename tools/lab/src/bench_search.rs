@@ -125,18 +125,18 @@ const DEFAULT_MODEL_MAX_SIZE: usize = 100_000;
 
 // ------------------------------------------------------------- synthetic text
 
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
+/// xorshift64*: deterministic, no dependency. The seed must not be 0.
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next_u64() % n as u64) as usize
     }
 
