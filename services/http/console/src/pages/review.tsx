@@ -3,7 +3,7 @@
 // Keyboard: j/k (or arrows) move, a approves, e edits, r rejects; in the
 // editor, Ctrl+Enter saves and Escape cancels.
 import type { Review, ReviewResolution } from "@mnemo/client";
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 
 import { client } from "../api";
 import { href } from "../router";
@@ -33,12 +33,15 @@ function ReviewCard({
   const ref = useRef<HTMLLIElement>(null);
   const editor = useRef<HTMLTextAreaElement>(null);
   const [draft, setDraft] = useState(review.proposed);
-  useEffect(() => {
+  // Focus moves in the same frame as the change (layout effects, not
+  // effects, which run after paint): a key typed right after j or e goes to
+  // the card or editor now shown, not to the page.
+  useLayoutEffect(() => {
     if (selected && !editing && ref.current && document.activeElement !== ref.current) {
       ref.current.focus();
     }
   }, [selected, editing]);
-  useEffect(() => {
+  useLayoutEffect(() => {
     if (editing) editor.current?.focus();
   }, [editing]);
   const titleId = `review-${review.id}`;
