@@ -929,6 +929,131 @@ where
     ));
 }
 
+/// Appends of many events (more than one statement's worth of rows or ids
+/// where an adapter batches its statements) keep the events' order, and a
+/// retry with new events among them writes only the new ones; within one
+/// call, an event appended by an earlier stream append counts as written.
+pub async fn large_appends_keep_order_and_write_only_the_new<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    let store = open().await;
+    let t = tenant("t1");
+    let events: Vec<NewEvent> = (0..1_100)
+        .map(|_| event("MessageReceived", None, "a"))
+        .collect();
+    let first = store
+        .append(
+            &t,
+            "conversation-big",
+            ExpectedVersion::NoStream,
+            events.clone(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(first.stream_version, 1_100);
+    for (i, (appended, asked)) in first.events.iter().zip(&events).enumerate() {
+        assert_eq!(appended.event_id, asked.event_id);
+        assert_eq!(appended.stream_version, i as u64 + 1);
+        assert!(!appended.duplicate);
+    }
+    assert!(first
+        .events
+        .windows(2)
+        .all(|w| w[0].global_position < w[1].global_position));
+    let stream = store.read_stream(&t, "conversation-big").await.unwrap();
+    let read: Vec<EventId> = stream.iter().map(|e| e.event_id).collect();
+    let asked: Vec<EventId> = events.iter().map(|e| e.event_id).collect();
+    assert_eq!(read, asked);
+
+    // The same events with five new ones among them.
+    let mut retry = events.clone();
+    let new: Vec<NewEvent> = (0..5)
+        .map(|_| event("MessageReceived", None, "a"))
+        .collect();
+    for (k, event) in new.iter().enumerate() {
+        retry.insert(k * 250, event.clone());
+    }
+    let again = store
+        .append(&t, "conversation-big", ExpectedVersion::Any, retry.clone())
+        .await
+        .unwrap();
+    assert_eq!(again.stream_version, 1_105);
+    let mut next_version = 1_101;
+    for (appended, asked) in again.events.iter().zip(&retry) {
+        assert_eq!(appended.event_id, asked.event_id);
+        match first.events.iter().find(|e| e.event_id == asked.event_id) {
+            Some(original) => {
+                assert!(appended.duplicate);
+                assert_eq!(appended.global_position, original.global_position);
+                assert_eq!(appended.stream_version, original.stream_version);
+            }
+            None => {
+                assert!(!appended.duplicate);
+                assert_eq!(appended.stream_version, next_version);
+                next_version += 1;
+            }
+        }
+    }
+    assert_eq!(
+        store
+            .read_stream(&t, "conversation-big")
+            .await
+            .unwrap()
+            .len(),
+        1_105
+    );
+
+    // One call, two appends to one stream, the second repeating the first.
+    let repeated = event("MemoryCreated", None, "a");
+    let later = event("MemoryReinforced", None, "a");
+    let results = store
+        .append_streams(
+            &t,
+            vec![
+                StreamAppend {
+                    stream_id: "memory-m".into(),
+                    expected: ExpectedVersion::Any,
+                    events: vec![repeated.clone()],
+                },
+                StreamAppend {
+                    stream_id: "memory-m".into(),
+                    expected: ExpectedVersion::Any,
+                    events: vec![repeated.clone(), later.clone()],
+                },
+            ],
+        )
+        .await
+        .unwrap();
+    assert!(results[1].events[0].duplicate);
+    assert_eq!(
+        results[1].events[0].global_position,
+        results[0].events[0].global_position
+    );
+    assert_eq!(results[1].events[1].stream_version, 2);
+    // ...and repeating it in another stream of the same call writes nothing.
+    let taken = store
+        .append_streams(
+            &t,
+            vec![
+                StreamAppend {
+                    stream_id: "memory-n".into(),
+                    expected: ExpectedVersion::Any,
+                    events: vec![event("MemoryCreated", None, "a")],
+                },
+                StreamAppend {
+                    stream_id: "memory-o".into(),
+                    expected: ExpectedVersion::Any,
+                    events: vec![later],
+                },
+            ],
+        )
+        .await;
+    assert!(matches!(taken, Err(EventStoreError::EventIdTaken(_))));
+    assert!(store.read_stream(&t, "memory-n").await.unwrap().is_empty());
+}
+
 /// Expands to one `#[tokio::test]` per contract case. `$open` is an async
 /// closure-like expression `|| async { ... }` returning `Arc<dyn EventStore>`
 /// over storage that is fresh per test but the same across calls in a test;
@@ -951,6 +1076,7 @@ macro_rules! event_store_contract_tests {
             concurrent_retries_of_one_append_write_it_once,
             gets_events_by_id_in_the_order_asked,
             appends_to_several_streams_all_or_nothing,
+            large_appends_keep_order_and_write_only_the_new,
         );
     };
     (@cases $setup:expr, $open:expr; $($case:ident),* $(,)?) => {
