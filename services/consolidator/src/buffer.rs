@@ -27,16 +27,16 @@ pub struct Conversation {
 #[error("message buffer failed: {0}")]
 pub struct BufferError(pub String);
 
-/// A conversation claimed for consolidation ([`MessageBuffer::claim`]);
+/// A subject claimed for consolidation ([`MessageBuffer::claim`]);
 /// the claim ends when this is dropped.
 #[derive(Default)]
-pub struct ConversationClaim {
+pub struct SubjectClaim {
     _held: Option<Box<dyn std::any::Any + Send>>,
 }
 
-impl ConversationClaim {
+impl SubjectClaim {
     pub fn holding(held: impl std::any::Any + Send) -> Self {
-        ConversationClaim {
+        SubjectClaim {
             _held: Some(Box::new(held)),
         }
     }
@@ -109,15 +109,23 @@ pub trait MessageBuffer: Send + Sync + 'static {
         tenant: &TenantId,
         subject: &SubjectId,
     ) -> Result<u64, BufferError>;
-    /// Waits until no other process consolidates `conversation`, and keeps
-    /// it that way until the claim is dropped. Processes sharing a buffer
+    /// Waits until no other process consolidates the subject, and keeps it
+    /// that way until the claim is dropped. Processes sharing a buffer
     /// (scale-out: every consolidator's idle sweeper sees every
     /// conversation) would otherwise drain one conversation at once, batch
     /// its waiting messages differently, and create the same memories
-    /// twice. The default claims nothing: a buffer only one process uses is
-    /// serialised by that process (`Consolidator::drain`).
-    async fn claim(&self, _conversation: &Conversation) -> Result<ConversationClaim, BufferError> {
-        Ok(ConversationClaim::default())
+    /// twice; or drain two of the subject's conversations at once, whose
+    /// candidates are compared with the same memories, and create twice
+    /// what one should have reinforced (what the in-process worker pool
+    /// prevents with one worker per subject). The default claims nothing:
+    /// a buffer only one process uses is serialised by that process
+    /// (`Consolidator::drain`).
+    async fn claim(
+        &self,
+        _tenant: &TenantId,
+        _subject: &SubjectId,
+    ) -> Result<SubjectClaim, BufferError> {
+        Ok(SubjectClaim::default())
     }
 }
 

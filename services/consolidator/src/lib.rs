@@ -123,7 +123,9 @@ impl Consolidator {
     /// Drains one conversation now and says what came of it (tools and
     /// tests); waits while a worker drains the same subject.
     pub async fn drain(&self, conversation: &Conversation) -> Result<Outcome, PipelineError> {
-        self.inner.drain(conversation, Batches::All).await
+        self.inner
+            .drain(&[(conversation.clone(), Batches::All)])
+            .await
     }
 
     /// Has a worker drain `conversation` (`which` of its batches): returns
@@ -277,50 +279,62 @@ impl Inner {
     /// Drains the subject's scheduled conversations until none is left.
     async fn work(self: Arc<Self>, key: SubjectKey, _permit: OwnedSemaphorePermit) {
         loop {
+            // Every conversation of the subject scheduled so far, drained
+            // together: their batches commit in groups (`drain_subject`).
             let next = {
                 let mut queued = self.queued.lock().unwrap_or_else(|p| p.into_inner());
-                let next = queued.get_mut(&key).and_then(|waiting| waiting.pop_first());
-                if next.is_none() {
+                let next = queued.get_mut(&key).map(std::mem::take).unwrap_or_default();
+                if next.is_empty() {
                     // Under the same lock as the check: a conversation
                     // scheduled from now on starts a new worker.
                     queued.remove(&key);
                 }
                 next
             };
-            let Some((conversation, Scheduled { which, span })) = next else {
+            // The span of the latest record that asked (each conversation
+            // keeps the one of its own latest record).
+            let Some(span) = next.values().map(|s| s.span.clone()).next_back() else {
                 return;
             };
-            if let Err(error) = self.drain(&conversation, which).instrument(span).await {
-                // Its messages stay buffered: the idle sweeper takes them
+            let conversations: Vec<(Conversation, Batches)> = next
+                .into_iter()
+                .map(|(conversation, scheduled)| (conversation, scheduled.which))
+                .collect();
+            if let Err(error) = self.drain(&conversations).instrument(span).await {
+                // Their messages stay buffered: the idle sweeper takes them
                 // again.
-                tracing::warn!(tenant = %conversation.tenant, error = %error, "consolidation failed; the messages stay buffered");
+                tracing::warn!(tenant = %key.0, error = %error, "consolidation failed; the messages stay buffered");
             }
         }
     }
 
+    /// Drains conversations of one subject (see `drain_subject`).
     async fn drain(
         &self,
-        conversation: &Conversation,
-        which: Batches,
+        conversations: &[(Conversation, Batches)],
     ) -> Result<Outcome, PipelineError> {
+        let Some((conversation, _)) = conversations.first() else {
+            return Ok(Outcome::default());
+        };
+        let key = (conversation.tenant.clone(), conversation.subject.clone());
         let subject = {
             let mut subjects = self.subjects.lock().unwrap_or_else(|p| p.into_inner());
-            subjects
-                .entry((conversation.tenant.clone(), conversation.subject.clone()))
-                .or_default()
-                .clone()
+            subjects.entry(key.clone()).or_default().clone()
         };
         let outcome = {
             let _subject = subject.lock().await;
             // ...and across processes sharing the buffer (scale-out).
-            let _claim = self.pipeline.buffer.claim(conversation).await?;
-            self.pipeline.drain_batches(conversation, which).await
+            let _claim = self
+                .pipeline
+                .buffer
+                .claim(&conversation.tenant, &conversation.subject)
+                .await?;
+            self.pipeline.drain_subject(conversations).await
         };
         {
             // Forget the subject's lock when nobody else holds or waits
             // for it (this map and `subject` are its only owners then).
             let mut subjects = self.subjects.lock().unwrap_or_else(|p| p.into_inner());
-            let key = (conversation.tenant.clone(), conversation.subject.clone());
             if subjects
                 .get(&key)
                 .is_some_and(|l| Arc::strong_count(l) == 2)

@@ -1,18 +1,20 @@
 //! A consolidated batch commits once: its memories and its record are one
 //! transaction, over a real SQLite log, buffer, read model and the
 //! embedded index. A commit that fails leaves nothing of the batch, and
-//! the batch asked again creates its memories exactly once.
+//! the batch asked again creates its memories exactly once. A subject's
+//! batches drained together commit as one group, with what batch by batch
+//! would have given.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::Utc;
 use mnemo_config::Policies;
-use mnemo_consolidator::buffer::{Conversation, SqliteMessageBuffer};
-use mnemo_consolidator::pipeline::Pipeline;
+use mnemo_consolidator::buffer::{Conversation, MessageBuffer, SqliteMessageBuffer};
+use mnemo_consolidator::pipeline::{Batches, Pipeline};
 use mnemo_consolidator::rules::RuleStrategy;
 use mnemo_crypto::{MemorySubjectKeyStore, SubjectCipher};
 use mnemo_domain::consolidation::ConsolidationPolicy;
@@ -36,6 +38,8 @@ const DIMENSION: usize = 64;
 struct FailingRecord {
     inner: SqliteEventStore,
     fail_record: AtomicBool,
+    /// Calls of `append_streams` that reached the log (commits).
+    commits: AtomicUsize,
 }
 
 #[async_trait]
@@ -63,6 +67,7 @@ impl EventStore for FailingRecord {
                 "injected: the disk is full".into(),
             ));
         }
+        self.commits.fetch_add(1, Ordering::SeqCst);
         self.inner.append_streams(tenant, appends).await
     }
     async fn read_stream(
@@ -161,6 +166,7 @@ async fn a_batch_commits_its_memories_and_record_together_or_not_at_all() {
     let store = Arc::new(FailingRecord {
         inner: SqliteEventStore::new(pool.clone()).await.unwrap(),
         fail_record: AtomicBool::new(true),
+        commits: AtomicUsize::new(0),
     });
     let cipher = Arc::new(SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new())));
     let log = SealedLog::new(store.clone(), cipher.clone());
@@ -252,5 +258,184 @@ async fn a_batch_commits_its_memories_and_record_together_or_not_at_all() {
             .await
             .len(),
         lines.len()
+    );
+}
+
+/// Posts `lines` as messages of `subject` in `session` and buffers them as
+/// the consumer would; returns their event ids.
+async fn post(
+    log: &SealedLog,
+    buffer: &SqliteMessageBuffer,
+    tenant: &TenantId,
+    subject: &SubjectId,
+    session: &str,
+    lines: &[&str],
+) -> Vec<EventId> {
+    let pending: Vec<Pending> = lines
+        .iter()
+        .map(|line| Pending {
+            event_id: EventId::new(),
+            subject: Some(subject.clone()),
+            event: DomainEvent::MessageReceived(MessageReceived {
+                message_id: EventId::new().to_string(),
+                role: Role::User,
+                content: SubjectText::new(*line),
+                timestamp: Utc::now(),
+                session: None,
+                agent: None,
+                pii: Default::default(),
+            }),
+            metadata: EventMetadata {
+                actor: "ingest".into(),
+                ..Default::default()
+            },
+        })
+        .collect();
+    let ids: Vec<EventId> = pending.iter().map(|p| p.event_id).collect();
+    let appended = log
+        .append(
+            tenant,
+            &streams::conversation(subject),
+            ExpectedVersion::Any,
+            pending,
+        )
+        .await
+        .unwrap();
+    let conversation = Conversation {
+        tenant: tenant.clone(),
+        subject: subject.clone(),
+        session: session.to_owned(),
+    };
+    let buffered: Vec<(Conversation, EventId, i64)> = appended
+        .events
+        .iter()
+        .map(|e| (conversation.clone(), e.event_id, e.global_position))
+        .collect();
+    buffer.add_many(&buffered).await.unwrap();
+    ids
+}
+
+#[tokio::test]
+async fn a_subjects_batches_drained_together_commit_once_and_a_later_batch_reinforces_an_earlier_ones_memory(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = sqlite::connect(&dir.path().join("mnemo.db")).await.unwrap();
+    let store = Arc::new(FailingRecord {
+        inner: SqliteEventStore::new(pool.clone()).await.unwrap(),
+        fail_record: AtomicBool::new(true),
+        commits: AtomicUsize::new(0),
+    });
+    let cipher = Arc::new(SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new())));
+    let log = SealedLog::new(store.clone(), cipher.clone());
+    let buffer = Arc::new(SqliteMessageBuffer::new(pool.clone()));
+    let pipeline = Pipeline {
+        log: log.clone(),
+        buffer: buffer.clone(),
+        strategy: Arc::new(RuleStrategy::new()),
+        fallback: None,
+        budget: Arc::default(),
+        embedder: Arc::new(LexicalEmbedder::new(DIMENSION)),
+        index: Arc::new(EdgeVectorIndex::open(&dir.path().join("vectors"), DIMENSION).unwrap()),
+        read_model: Arc::new(SqliteMemoryReadModel::new(pool, cipher)),
+        policies: Arc::new(Policies {
+            default: ConsolidationPolicy {
+                batch_size: 2,
+                ..ConsolidationPolicy::default()
+            },
+            tenants: BTreeMap::new(),
+        }),
+        metrics: None,
+    };
+    let tenant = TenantId::parse("acme").unwrap();
+    let subject = SubjectId::parse("bob").unwrap();
+    // Two batches in one conversation, the second repeating the first's
+    // jazz; a third batch in another conversation repeats it again.
+    let first = post(
+        &log,
+        &buffer,
+        &tenant,
+        &subject,
+        "session-a",
+        &[
+            "I live in Lyon.",
+            "I love jazz.",
+            "I work at the harbour office.",
+            "I love jazz.",
+        ],
+    )
+    .await;
+    let second = post(
+        &log,
+        &buffer,
+        &tenant,
+        &subject,
+        "session-b",
+        &["I love jazz.", "I live in Lyon."],
+    )
+    .await;
+    let conversation = |session: &str| Conversation {
+        tenant: tenant.clone(),
+        subject: subject.clone(),
+        session: session.to_owned(),
+    };
+    let both = [
+        (conversation("session-a"), Batches::All),
+        (conversation("session-b"), Batches::All),
+    ];
+
+    // The group's commit fails: nothing of any of its batches is in the
+    // log, and every message still waits.
+    assert!(pipeline.drain_subject(&both).await.is_err());
+    assert!(events_of(store.as_ref(), &tenant, EventType::MemoryCreated)
+        .await
+        .is_empty());
+    assert_eq!(
+        buffer.batch(&conversation("session-a"), 10).await.unwrap(),
+        first
+    );
+    assert_eq!(
+        buffer.batch(&conversation("session-b"), 10).await.unwrap(),
+        second
+    );
+
+    // Drained again: one commit for the three batches, each memory created
+    // once (the repeats, not yet in the index, reinforce the memory an
+    // earlier batch of the group created), a record per batch after them.
+    let outcome = pipeline.drain_subject(&both).await.unwrap();
+    assert_eq!(store.commits.load(Ordering::SeqCst), 1);
+    assert_eq!(outcome.messages, 6, "{outcome:?}");
+    assert_eq!(outcome.created, 3, "{outcome:?}");
+    assert_eq!(outcome.reinforced, 3, "{outcome:?}");
+    let created = events_of(store.as_ref(), &tenant, EventType::MemoryCreated).await;
+    let reinforced = events_of(store.as_ref(), &tenant, EventType::MemoryReinforced).await;
+    let records = events_of(store.as_ref(), &tenant, EventType::BatchConsolidated).await;
+    assert_eq!(created.len(), 3);
+    assert_eq!(reinforced.len(), 3);
+    assert_eq!(records.len(), 3);
+    let created_streams: Vec<&str> = created.iter().map(|e| e.stream_id.as_str()).collect();
+    assert!(reinforced
+        .iter()
+        .all(|e| created_streams.contains(&e.stream_id.as_str())));
+    for conversation in [conversation("session-a"), conversation("session-b")] {
+        assert!(buffer.batch(&conversation, 10).await.unwrap().is_empty());
+    }
+
+    // Redelivered, every batch is found done: nothing more is appended.
+    for (ids, session) in [
+        (&first[..2], "session-a"),
+        (&first[2..], "session-a"),
+        (&second[..], "session-b"),
+    ] {
+        let again = pipeline
+            .consolidate(&conversation(session), ids)
+            .await
+            .unwrap();
+        assert_eq!(again.already_done, ids.len());
+    }
+    assert_eq!(
+        events_of(store.as_ref(), &tenant, EventType::MemoryCreated)
+            .await
+            .len(),
+        3
     );
 }

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use mnemo_domain::{EventId, SubjectId, TenantId};
 use mnemo_pg::{PgError, SystemPool, TenantPool};
 
-use super::{BufferError, BufferStats, Conversation, ConversationClaim, MessageBuffer};
+use super::{BufferError, BufferStats, Conversation, MessageBuffer, SubjectClaim};
 
 pub struct PostgresMessageBuffer {
     tenant: TenantPool,
@@ -66,23 +66,20 @@ impl MessageBuffer for PostgresMessageBuffer {
     /// connection goes away). Found by the cross-process scale-out test:
     /// without it two consolidators' drains of one conversation created
     /// its memories twice.
-    async fn claim(&self, conversation: &Conversation) -> Result<ConversationClaim, BufferError> {
+    async fn claim(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectId,
+    ) -> Result<SubjectClaim, BufferError> {
         let mut tx = self.system.pool().begin().await.map_err(failed)?;
-        // Debug quotes each part: no two conversations share a key text.
-        let key = format!(
-            "consolidation {:?}",
-            (
-                conversation.tenant.as_str(),
-                conversation.subject.as_str(),
-                &conversation.session
-            )
-        );
+        // Debug quotes each part: no two subjects share a key text.
+        let key = format!("consolidation {:?}", (tenant.as_str(), subject.as_str()));
         sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
             .bind(key)
             .execute(&mut *tx)
             .await
             .map_err(failed)?;
-        Ok(ConversationClaim::holding(tx))
+        Ok(SubjectClaim::holding(tx))
     }
 
     async fn add(
