@@ -42,6 +42,16 @@ async fn episode_lag(api: &Api) -> Option<u64> {
     ready["consumer_lag"]["retriever.episode-projection"].as_u64()
 }
 
+/// Whether every appended event is relayed and the memory projection has
+/// consumed it (`/readyz`); false when the server does not say.
+async fn memories_projected(api: &Api) -> bool {
+    let Ok(ready) = api.get("/readyz").await else {
+        return false;
+    };
+    ready["relay_lag"].as_u64() == Some(0)
+        && ready["consumer_lag"]["retriever.memory-projection"].as_u64() == Some(0)
+}
+
 #[derive(Debug, Clone)]
 pub struct ViaMessagesArgs {
     pub file: std::path::PathBuf,
@@ -219,8 +229,13 @@ async fn consolidated_messages(api: &Api, subject: &str) -> anyhow::Result<u64> 
 }
 
 /// Asks for consolidation and waits until every posted message is
-/// accounted for and the memory list has stopped growing (the projection
-/// caught up). Returns the memories listed.
+/// accounted for, the memory events are relayed and projected (`/readyz`:
+/// no relay lag, no memory-projection lag) and the memory list has
+/// stopped growing. Returns the memories listed. (The list's settling
+/// alone is not enough: a consolidation's memories can land in the log a
+/// moment after its batches are counted, and a list read then is short;
+/// runs before this check undercounted by up to half a conversation's
+/// memories, and timed "consolidated" before they were searchable.)
 async fn consolidate(api: &Api, subject: &str, posted: u64) -> anyhow::Result<usize> {
     api.post(
         &format!("/v1/subjects/{subject}/consolidate"),
@@ -234,6 +249,13 @@ async fn consolidate(api: &Api, subject: &str, posted: u64) -> anyhow::Result<us
             bail!("{subject}: consolidation did not account for {posted} messages");
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let started = Instant::now();
+    while !memories_projected(api).await {
+        if started.elapsed() > STALL {
+            bail!("{subject}: the memory projection did not catch up");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let mut listed = api.list_memories(subject, false).await?.len();
     let mut stable_since = Instant::now();
