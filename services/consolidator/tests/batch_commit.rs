@@ -159,10 +159,17 @@ async fn events_of(
         .unwrap()
 }
 
-#[tokio::test]
-async fn a_batch_commits_its_memories_and_record_together_or_not_at_all() {
-    let dir = tempfile::tempdir().unwrap();
-    let pool = sqlite::connect(&dir.path().join("mnemo.db")).await.unwrap();
+/// A pipeline with the rules over a real SQLite log, buffer and read model
+/// and the embedded index in `dir`, its log refusing the first batch record.
+struct Setup {
+    store: Arc<FailingRecord>,
+    log: SealedLog,
+    buffer: Arc<SqliteMessageBuffer>,
+    pipeline: Pipeline,
+}
+
+async fn setup(dir: &std::path::Path, policy: ConsolidationPolicy) -> Setup {
+    let pool = sqlite::connect(&dir.join("mnemo.db")).await.unwrap();
     let store = Arc::new(FailingRecord {
         inner: SqliteEventStore::new(pool.clone()).await.unwrap(),
         fail_record: AtomicBool::new(true),
@@ -170,28 +177,37 @@ async fn a_batch_commits_its_memories_and_record_together_or_not_at_all() {
     });
     let cipher = Arc::new(SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new())));
     let log = SealedLog::new(store.clone(), cipher.clone());
+    let buffer = Arc::new(SqliteMessageBuffer::new(pool.clone()));
     let pipeline = Pipeline {
         log: log.clone(),
-        buffer: Arc::new(SqliteMessageBuffer::new(pool.clone())),
+        buffer: buffer.clone(),
         strategy: Arc::new(RuleStrategy::new()),
         fallback: None,
         budget: Arc::default(),
         embedder: Arc::new(LexicalEmbedder::new(DIMENSION)),
-        index: Arc::new(EdgeVectorIndex::open(&dir.path().join("vectors"), DIMENSION).unwrap()),
+        index: Arc::new(EdgeVectorIndex::open(&dir.join("vectors"), DIMENSION).unwrap()),
         read_model: Arc::new(SqliteMemoryReadModel::new(pool, cipher)),
         policies: Arc::new(Policies {
-            default: ConsolidationPolicy::default(),
+            default: policy,
             tenants: BTreeMap::new(),
         }),
         metrics: None,
     };
-    let tenant = TenantId::parse("acme").unwrap();
-    let subject = SubjectId::parse("bob").unwrap();
-    let lines = [
-        "I live in Lyon.",
-        "I love jazz.",
-        "I work at the harbour office.",
-    ];
+    Setup {
+        store,
+        log,
+        buffer,
+        pipeline,
+    }
+}
+
+/// Appends `lines` as messages of `subject`; returns them as appended.
+async fn append_messages(
+    log: &SealedLog,
+    tenant: &TenantId,
+    subject: &SubjectId,
+    lines: &[&str],
+) -> AppendResult {
     let pending: Vec<Pending> = lines
         .iter()
         .map(|line| Pending {
@@ -212,15 +228,38 @@ async fn a_batch_commits_its_memories_and_record_together_or_not_at_all() {
             },
         })
         .collect();
-    let ids: Vec<EventId> = pending.iter().map(|p| p.event_id).collect();
     log.append(
-        &tenant,
-        &streams::conversation(&subject),
+        tenant,
+        &streams::conversation(subject),
         ExpectedVersion::Any,
         pending,
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_batch_commits_its_memories_and_record_together_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let Setup {
+        store,
+        log,
+        pipeline,
+        ..
+    } = setup(dir.path(), ConsolidationPolicy::default()).await;
+    let tenant = TenantId::parse("acme").unwrap();
+    let subject = SubjectId::parse("bob").unwrap();
+    let lines = [
+        "I live in Lyon.",
+        "I love jazz.",
+        "I work at the harbour office.",
+    ];
+    let ids: Vec<EventId> = append_messages(&log, &tenant, &subject, &lines)
+        .await
+        .events
+        .iter()
+        .map(|e| e.event_id)
+        .collect();
     let conversation = Conversation {
         tenant: tenant.clone(),
         subject,
@@ -271,36 +310,7 @@ async fn post(
     session: &str,
     lines: &[&str],
 ) -> Vec<EventId> {
-    let pending: Vec<Pending> = lines
-        .iter()
-        .map(|line| Pending {
-            event_id: EventId::new(),
-            subject: Some(subject.clone()),
-            event: DomainEvent::MessageReceived(MessageReceived {
-                message_id: EventId::new().to_string(),
-                role: Role::User,
-                content: SubjectText::new(*line),
-                timestamp: Utc::now(),
-                session: None,
-                agent: None,
-                pii: Default::default(),
-            }),
-            metadata: EventMetadata {
-                actor: "ingest".into(),
-                ..Default::default()
-            },
-        })
-        .collect();
-    let ids: Vec<EventId> = pending.iter().map(|p| p.event_id).collect();
-    let appended = log
-        .append(
-            tenant,
-            &streams::conversation(subject),
-            ExpectedVersion::Any,
-            pending,
-        )
-        .await
-        .unwrap();
+    let appended = append_messages(log, tenant, subject, lines).await;
     let conversation = Conversation {
         tenant: tenant.clone(),
         subject: subject.clone(),
@@ -312,40 +322,26 @@ async fn post(
         .map(|e| (conversation.clone(), e.event_id, e.global_position))
         .collect();
     buffer.add_many(&buffered).await.unwrap();
-    ids
+    appended.events.iter().map(|e| e.event_id).collect()
 }
 
 #[tokio::test]
 async fn a_subjects_batches_drained_together_commit_once_and_a_later_batch_reinforces_an_earlier_ones_memory(
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let pool = sqlite::connect(&dir.path().join("mnemo.db")).await.unwrap();
-    let store = Arc::new(FailingRecord {
-        inner: SqliteEventStore::new(pool.clone()).await.unwrap(),
-        fail_record: AtomicBool::new(true),
-        commits: AtomicUsize::new(0),
-    });
-    let cipher = Arc::new(SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new())));
-    let log = SealedLog::new(store.clone(), cipher.clone());
-    let buffer = Arc::new(SqliteMessageBuffer::new(pool.clone()));
-    let pipeline = Pipeline {
-        log: log.clone(),
-        buffer: buffer.clone(),
-        strategy: Arc::new(RuleStrategy::new()),
-        fallback: None,
-        budget: Arc::default(),
-        embedder: Arc::new(LexicalEmbedder::new(DIMENSION)),
-        index: Arc::new(EdgeVectorIndex::open(&dir.path().join("vectors"), DIMENSION).unwrap()),
-        read_model: Arc::new(SqliteMemoryReadModel::new(pool, cipher)),
-        policies: Arc::new(Policies {
-            default: ConsolidationPolicy {
-                batch_size: 2,
-                ..ConsolidationPolicy::default()
-            },
-            tenants: BTreeMap::new(),
-        }),
-        metrics: None,
-    };
+    let Setup {
+        store,
+        log,
+        buffer,
+        pipeline,
+    } = setup(
+        dir.path(),
+        ConsolidationPolicy {
+            batch_size: 2,
+            ..ConsolidationPolicy::default()
+        },
+    )
+    .await;
     let tenant = TenantId::parse("acme").unwrap();
     let subject = SubjectId::parse("bob").unwrap();
     // Two batches in one conversation, the second repeating the first's
