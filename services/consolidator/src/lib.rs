@@ -291,8 +291,10 @@ impl Inner {
                 }
                 next
             };
-            // The span of the latest record that asked (each conversation
-            // keeps the one of its own latest record).
+            // One span for the drain: that of the last conversation in
+            // order (each holds the span of the latest record that
+            // scheduled it), so the drain's events join one of the traces
+            // that asked for them.
             let Some(span) = next.values().map(|s| s.span.clone()).next_back() else {
                 return;
             };
