@@ -892,7 +892,6 @@ impl Pipeline {
     }
 }
 
-/// One event for the log: its stream, its derived id and itself.
 /// Batches of one subject consolidated one after the other and committed
 /// together: the events they settled, the memories they created (which a
 /// later batch reinforces instead of creating again), and their messages.
@@ -903,6 +902,7 @@ struct Group {
     ids: Vec<EventId>,
 }
 
+/// One event for the log: its stream, its derived id and itself.
 struct Append {
     stream: String,
     id: EventId,

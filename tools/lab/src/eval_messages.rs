@@ -232,8 +232,9 @@ async fn consolidated_messages(api: &Api, subject: &str) -> anyhow::Result<u64> 
 /// accounted for, the memory events are relayed and projected (`/readyz`:
 /// no relay lag, no memory-projection lag) and the memory list has
 /// stopped growing. Returns the memories listed. (The list's settling
-/// alone is not enough: a consolidation's memories can land in the log a
-/// moment after its batches are counted, and a list read then is short;
+/// alone is not enough: memories reach the list through the relay and the
+/// projection, a while after their batches are counted, and a list read
+/// before they do is short;
 /// runs before this check undercounted by up to half a conversation's
 /// memories, and timed "consolidated" before they were searchable.)
 async fn consolidate(api: &Api, subject: &str, posted: u64) -> anyhow::Result<usize> {
