@@ -1,6 +1,6 @@
 //! mnemo-embed owns the `Embedder` port — texts in, one unit-length vector per
 //! text out — and its three adapters: a local sentence-transformer run in
-//! process with candle (feature `local`, on by default), any OpenAI-compatible
+//! process on the CPU (feature `local`, on by default), any OpenAI-compatible
 //! `/embeddings` endpoint, and a model-free lexical hashing embedder.
 //!
 //! Key decisions:
@@ -25,6 +25,8 @@
 
 mod cached;
 mod download;
+#[cfg(feature = "local")]
+mod encoder;
 mod error;
 mod lexical;
 #[cfg(feature = "local")]

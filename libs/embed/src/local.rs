@@ -1,5 +1,5 @@
 //! The local sentence-transformer: a BERT-architecture model run on the CPU
-//! with candle, reproducing what sentence-transformers computes.
+//! ([`crate::encoder`]), reproducing what sentence-transformers computes.
 //!
 //! What sentence-transformers does, and so what this does: strip the text
 //! (and lowercase it when `do_lower_case` says so), tokenize with truncation
@@ -8,8 +8,9 @@
 //! L2-normalise. Padding is where naive ports go wrong: the shipped
 //! `tokenizer.json` pads every input to 128 tokens, and averaging over the
 //! pads gives vectors that look alike for unrelated sentences. Here the
-//! tokenizer's padding is switched off; batches are padded by hand, the
-//! attention mask keeps pads out of attention, and pooling weighs by the mask.
+//! tokenizer's padding is switched off and nothing is padded: the encoder
+//! packs a batch's texts, attends within each, and pooling sees each
+//! text's own tokens only.
 //!
 //! Nothing is specific to one vocabulary: multilingual BERT-architecture
 //! models with an XLM-R tokenizer (e.g. intfloat/multilingual-e5-small) load
@@ -21,20 +22,19 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use candle_core::{DType, Device, IndexOp, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config as BertConfig, HiddenAct};
 use serde::Deserialize;
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+use crate::encoder::{Activation, Config as BertConfig, Encoder, Tokens};
 use crate::model::check_complete;
 use crate::{l2_normalize, EmbedError, Embedder, EmbeddingSpace};
 
 /// sentence-transformers' default when a model does not say.
 const DEFAULT_MAX_SEQ_LENGTH: usize = 256;
-/// Texts per forward pass. Batching amortises per-call overhead; much larger
-/// batches only add padding and memory on a CPU.
-const DEFAULT_BATCH_SIZE: usize = 16;
+/// Texts per forward pass. Nothing is padded, so a larger pass costs no
+/// extra work and gives the matrix products more rows; past a few dozen
+/// texts it only adds memory (`mnemo bench embed`).
+const DEFAULT_BATCH_SIZE: usize = 32;
 
 /// How token vectors become one sentence vector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,15 +57,14 @@ pub struct LocalEmbedder {
 #[derive(Debug, Clone, Copy)]
 pub struct LocalOptions {
     /// Runs the GELU of models trained with the exact (erf) one as its tanh
-    /// approximation. Off by default: in an optimised build the exact one
-    /// is as fast or faster (`mnemo bench embed`, release: 0.85× with the
-    /// tanh form); only unoptimised builds, where the portable `erf` is
-    /// compiled without optimisation, gain from it. The vectors stay within
-    /// the reference tests' cosine bound either way.
+    /// approximation. Off by default: the exact one is computed by a
+    /// polynomial that vectorises, and is faster than the tanh form
+    /// (`mnemo bench embed`, release: 0.62× with the tanh form). The vectors stay within the reference tests' cosine bound
+    /// either way.
     pub approximate_gelu: bool,
-    /// Forward passes run at once, each over its own batch, on threads of
-    /// their own: candle runs a pass's element-wise work (most of a small
-    /// model's time) on one core. Defaults to the machine's cores, at most 4.
+    /// Forward passes run at once, each over its own share of the texts, on
+    /// threads of their own (a pass runs on one core). Defaults to the
+    /// machine's cores, at most 4.
     pub workers: usize,
 }
 
@@ -81,15 +80,13 @@ impl Default for LocalOptions {
 }
 
 struct Inner {
-    model: BertModel,
+    encoder: Encoder,
     tokenizer: Tokenizer,
     pooling: Pooling,
     lowercase: bool,
     /// Put before every text (the model's default prompt), if any.
     prompt: Option<String>,
-    pad_id: u32,
     max_seq_length: usize,
-    device: Device,
 }
 
 impl std::fmt::Debug for LocalEmbedder {
@@ -145,8 +142,7 @@ struct PoolingConfig {
 
 impl LocalEmbedder {
     /// Loads `dir`: `config.json`, `tokenizer.json` and `model.safetensors`
-    /// (`pytorch_model.bin` is not supported: unpickling is unsafe, and
-    /// candle reads safetensors), plus the optional sentence-transformers
+    /// (`pytorch_model.bin` is not supported: unpickling is unsafe),, plus the optional sentence-transformers
     /// files `sentence_bert_config.json` (max_seq_length, do_lower_case),
     /// `modules.json` and the pooling config it points to (mean and CLS
     /// pooling are supported; other modes and extra modules such as `Dense`
@@ -175,7 +171,7 @@ impl LocalEmbedder {
 
         let config_json: serde_json::Value =
             read_json(dir, "config.json")?.ok_or_else(|| fail("config.json is missing".into()))?;
-        // candle's BertModel numbers positions from 0; RoBERTa-family models
+        // The encoder numbers positions from 0; RoBERTa-family models
         // (model_type xlm-roberta, roberta) offset them by the pad id and
         // would silently produce wrong vectors, so refuse them by name.
         let model_type = config_json
@@ -187,11 +183,12 @@ impl LocalEmbedder {
                 "model_type {model_type:?} is not supported; only BERT-architecture models load"
             )));
         }
-        let mut config: BertConfig = serde_json::from_value(config_json)
+        let config: BertConfig = serde_json::from_value(config_json.clone())
             .map_err(|e| fail(format!("config.json is not a BERT config: {e}")))?;
-        if options.approximate_gelu && matches!(config.hidden_act, HiddenAct::Gelu) {
-            config.hidden_act = HiddenAct::GeluApproximate;
-        }
+        let activation = match config.hidden_act {
+            Activation::Gelu if options.approximate_gelu => Activation::GeluTanh,
+            other => other,
+        };
 
         let sbert: Option<SentenceBertConfig> = read_json(dir, "sentence_bert_config.json")?;
         let max_seq_length = sbert
@@ -206,15 +203,6 @@ impl LocalEmbedder {
 
         let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
             .map_err(|e| fail(format!("tokenizer.json: {e}")))?;
-        // The pad id must be the model's own (0 for BERT vocabularies, 1 for
-        // XLM-R): prefer the tokenizer's padding config, then well-known pad
-        // tokens, then config.json.
-        let pad_id = tokenizer
-            .get_padding()
-            .map(|p| p.pad_id)
-            .or_else(|| tokenizer.token_to_id("[PAD]"))
-            .or_else(|| tokenizer.token_to_id("<pad>"))
-            .unwrap_or(config.pad_token_id as u32);
         tokenizer.with_padding(None);
         tokenizer
             .with_truncation(Some(TruncationParams {
@@ -225,15 +213,13 @@ impl LocalEmbedder {
             }))
             .map_err(|e| fail(format!("tokenizer truncation: {e}")))?;
 
-        let device = Device::Cpu;
         // Read into memory rather than mmap: mmap needs `unsafe` and is
         // undefined behaviour if the file changes underneath; the weights end
         // up in memory either way.
         let weights_path = dir.join("model.safetensors");
         let weights = std::fs::read(&weights_path).map_err(|e| EmbedError::io(&weights_path, e))?;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
+        let encoder = Encoder::load(&weights, &config, activation, model_type)
             .map_err(|e| fail(format!("model.safetensors: {e}")))?;
-        let model = BertModel::load(vb, &config).map_err(|e| fail(format!("BERT weights: {e}")))?;
 
         tracing::info!(
             model = %model_id,
@@ -247,14 +233,12 @@ impl LocalEmbedder {
         Ok(Self {
             space: EmbeddingSpace::new(model_id, config.hidden_size),
             inner: Arc::new(Inner {
-                model,
+                encoder,
                 tokenizer,
                 pooling,
                 lowercase,
                 prompt,
-                pad_id,
                 max_seq_length,
-                device,
             }),
             batch_size: DEFAULT_BATCH_SIZE,
             workers: options.workers.max(1),
@@ -433,18 +417,22 @@ impl Inner {
             .map(|text| self.encode(text))
             .collect::<Result<Vec<_>, _>>()?;
 
-        // Batch texts of similar length together so that little is padded;
-        // results go back to their input positions.
+        // Worker w takes texts w, w + workers, ... in order of length, so
+        // each gets a like share of the tokens (the work) whatever the mix,
+        // and runs them in passes of `batch_size`; results go back to their
+        // input positions.
         let mut order: Vec<usize> = (0..encodings.len()).collect();
         order.sort_by_key(|&i| encodings[i].get_ids().len());
-        let chunks: Vec<&[usize]> = order.chunks(batch_size).collect();
-        let workers = workers.min(chunks.len()).max(1);
-        // Worker w takes chunks w, w + workers, ...: the chunks grow longer
-        // along `order`, so striding gives each worker a like share of
-        // tokens.
+        let workers = workers.min(order.len()).max(1);
         let run = |worker: usize| -> Result<Placed, EmbedError> {
+            let mine: Vec<usize> = order
+                .iter()
+                .copied()
+                .skip(worker)
+                .step_by(workers)
+                .collect();
             let mut done = Vec::new();
-            for chunk in chunks.iter().skip(worker).step_by(workers) {
+            for chunk in mine.chunks(batch_size) {
                 let batch: Vec<&tokenizers::Encoding> =
                     chunk.iter().map(|&i| &encodings[i]).collect();
                 done.extend(chunk.iter().copied().zip(self.forward(&batch)?));
@@ -478,55 +466,41 @@ impl Inner {
         Ok(vectors)
     }
 
-    /// One forward pass over texts padded to the longest among them.
+    /// One forward pass over a batch of texts, packed (nothing is padded).
     fn forward(&self, batch: &[&tokenizers::Encoding]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let longest = batch.iter().map(|e| e.get_ids().len()).max().unwrap_or(0);
-        let size = batch.len();
-        let mut ids = Vec::with_capacity(size * longest);
-        let mut type_ids = Vec::with_capacity(size * longest);
-        let mut mask = Vec::with_capacity(size * longest);
-        for encoding in batch {
-            let length = encoding.get_ids().len();
-            let padding = longest - length;
-            ids.extend_from_slice(encoding.get_ids());
-            ids.extend(std::iter::repeat_n(self.pad_id, padding));
-            type_ids.extend_from_slice(encoding.get_type_ids());
-            type_ids.extend(std::iter::repeat_n(0u32, padding));
-            mask.extend(std::iter::repeat_n(1u32, length));
-            mask.extend(std::iter::repeat_n(0u32, padding));
-        }
-        let shape = (size, longest);
-        let ids = Tensor::from_vec(ids, shape, &self.device).map_err(inference)?;
-        let type_ids = Tensor::from_vec(type_ids, shape, &self.device).map_err(inference)?;
-        let mask = Tensor::from_vec(mask, shape, &self.device).map_err(inference)?;
-
-        // [batch, tokens, hidden]
-        let hidden = self
-            .model
-            .forward(&ids, &type_ids, Some(&mask))
-            .map_err(inference)?;
-        let pooled = match self.pooling {
-            Pooling::Mean => {
-                let mask = mask
-                    .to_dtype(DType::F32)
-                    .and_then(|m| m.unsqueeze(2))
-                    .map_err(inference)?;
-                let summed = hidden
-                    .broadcast_mul(&mask)
-                    .and_then(|t| t.sum(1))
-                    .map_err(inference)?;
-                // Every text has at least its special tokens, so the count is
-                // never zero.
-                let counts = mask.sum(1).map_err(inference)?;
-                summed.broadcast_div(&counts).map_err(inference)?
+        let texts: Vec<Tokens<'_>> = batch
+            .iter()
+            .map(|encoding| Tokens {
+                ids: encoding.get_ids(),
+                type_ids: encoding.get_type_ids(),
+            })
+            .collect();
+        let (hidden, starts) = self.encoder.forward(&texts).map_err(inference)?;
+        let size = self.encoder.hidden_size();
+        let mut vectors = Vec::with_capacity(batch.len());
+        for bounds in starts.windows(2) {
+            let rows = &hidden[bounds[0] * size..bounds[1] * size];
+            if rows.is_empty() {
+                return Err(inference("a text has no tokens"));
             }
-            Pooling::Cls => hidden.i((.., 0)).map_err(inference)?,
-        };
-        let mut vectors: Vec<Vec<f32>> = pooled.to_vec2().map_err(inference)?;
-        for vector in &mut vectors {
-            if !l2_normalize(vector) {
+            let mut vector = match self.pooling {
+                Pooling::Mean => {
+                    let mut sum = vec![0f32; size];
+                    for row in rows.chunks_exact(size) {
+                        sum.iter_mut().zip(row).for_each(|(s, v)| *s += v);
+                    }
+                    // Every text has at least its special tokens, so the
+                    // count is never zero.
+                    let count = (bounds[1] - bounds[0]) as f32;
+                    sum.iter_mut().for_each(|s| *s /= count);
+                    sum
+                }
+                Pooling::Cls => rows[..size].to_vec(),
+            };
+            if !l2_normalize(&mut vector) {
                 return Err(inference("model produced a zero or non-finite vector"));
             }
+            vectors.push(vector);
         }
         Ok(vectors)
     }

@@ -1,4 +1,4 @@
-//! The candle embedder on the real all-MiniLM-L6-v2 against reference vectors
+//! The local embedder on the real all-MiniLM-L6-v2 against reference vectors
 //! computed independently (float64) the way sentence-transformers does.
 #![cfg(feature = "local")]
 
