@@ -280,7 +280,13 @@ impl Encoder {
         let head = h / self.heads;
         let scale = 1.0 / (head as f32).sqrt();
 
-        linear(&layer.qkv, x, tokens, resize(&mut s.qkv, tokens * 3 * h));
+        linear(
+            &layer.qkv,
+            x,
+            tokens,
+            resize(&mut s.qkv, tokens * 3 * h),
+            false,
+        );
         let context = resize(&mut s.context, tokens * h);
         for bounds in starts.windows(2) {
             let (first, n) = (bounds[0], bounds[1] - bounds[0]);
@@ -332,17 +338,17 @@ impl Encoder {
             }
         }
         // x = norm(x + context · Woᵀ + bo)
-        add_linear(&layer.attention_out, context, tokens, x);
+        linear(&layer.attention_out, context, tokens, x, true);
         layer_norm(x, &layer.attention_norm, self.eps);
         // x = norm(x + act(x · W1ᵀ + b1) · W2ᵀ + b2)
         let inner = resize(&mut s.inner, tokens * layer.up.outputs);
-        linear(&layer.up, x, tokens, inner);
+        linear(&layer.up, x, tokens, inner, false);
         match self.activation {
             Activation::Gelu => inner.iter_mut().for_each(|v| *v = gelu(*v)),
             Activation::GeluTanh => inner.iter_mut().for_each(|v| *v = gelu_tanh(*v)),
             Activation::Relu => inner.iter_mut().for_each(|v| *v = v.max(0.0)),
         }
-        add_linear(&layer.down, inner, tokens, x);
+        linear(&layer.down, inner, tokens, x, true);
         layer_norm(x, &layer.output_norm, self.eps);
     }
 }
@@ -361,8 +367,9 @@ fn resize(buffer: &mut Vec<f32>, len: usize) -> &mut [f32] {
     &mut buffer[..len]
 }
 
-/// `out = x · Wᵀ + b` for `rows` rows of `x`.
-fn linear(layer: &Linear, x: &[f32], rows: usize, out: &mut [f32]) {
+/// `out = x · Wᵀ + b` for `rows` rows of `x`; with `residual`, added to
+/// what `out` holds (the residual connection) instead.
+fn linear(layer: &Linear, x: &[f32], rows: usize, out: &mut [f32], residual: bool) {
     matmul(
         out,
         Layout::dense(rows, layer.outputs),
@@ -370,24 +377,7 @@ fn linear(layer: &Linear, x: &[f32], rows: usize, out: &mut [f32]) {
         Layout::dense(rows, layer.inputs),
         &layer.weight,
         Layout::dense(layer.outputs, layer.inputs).transposed(),
-        false,
-        1.0,
-    );
-    for row in out.chunks_exact_mut(layer.outputs) {
-        row.iter_mut().zip(&layer.bias).for_each(|(o, b)| *o += b);
-    }
-}
-
-/// `out += x · Wᵀ + b`: the residual is already in `out`.
-fn add_linear(layer: &Linear, x: &[f32], rows: usize, out: &mut [f32]) {
-    matmul(
-        out,
-        Layout::dense(rows, layer.outputs),
-        x,
-        Layout::dense(rows, layer.inputs),
-        &layer.weight,
-        Layout::dense(layer.outputs, layer.inputs).transposed(),
-        true,
+        residual,
         1.0,
     );
     for row in out.chunks_exact_mut(layer.outputs) {
@@ -615,28 +605,23 @@ mod tests {
         let lhs = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
         let rhs_t = [1.0, 0.0, 1.0, 0.0, 1.0, 0.0];
         let mut dst = [10.0; 4];
-        matmul(
-            &mut dst,
-            Layout::dense(2, 2),
-            &lhs,
-            Layout::dense(2, 3),
-            &rhs_t,
-            Layout::dense(2, 3).transposed(),
-            false,
-            1.0,
-        );
-        assert_eq!(dst, [4.0, 2.0, 10.0, 5.0]);
-        matmul(
-            &mut dst,
-            Layout::dense(2, 2),
-            &lhs,
-            Layout::dense(2, 3),
-            &rhs_t,
-            Layout::dense(2, 3).transposed(),
-            true,
-            0.5,
-        );
-        assert_eq!(dst, [6.0, 3.0, 15.0, 7.5]);
+        // (accumulate, scale) → dst after the call
+        for (accumulate, scale, expected) in [
+            (false, 1.0, [4.0, 2.0, 10.0, 5.0]),
+            (true, 0.5, [6.0, 3.0, 15.0, 7.5]),
+        ] {
+            matmul(
+                &mut dst,
+                Layout::dense(2, 2),
+                &lhs,
+                Layout::dense(2, 3),
+                &rhs_t,
+                Layout::dense(2, 3).transposed(),
+                accumulate,
+                scale,
+            );
+            assert_eq!(dst, expected);
+        }
     }
 
     #[test]

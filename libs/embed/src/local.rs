@@ -142,8 +142,9 @@ struct PoolingConfig {
 
 impl LocalEmbedder {
     /// Loads `dir`: `config.json`, `tokenizer.json` and `model.safetensors`
-    /// (`pytorch_model.bin` is not supported: unpickling is unsafe),, plus the optional sentence-transformers
-    /// files `sentence_bert_config.json` (max_seq_length, do_lower_case),
+    /// (`pytorch_model.bin` is not supported: unpickling is unsafe), plus
+    /// the optional sentence-transformers files `sentence_bert_config.json`
+    /// (max_seq_length, do_lower_case),
     /// `modules.json` and the pooling config it points to (mean and CLS
     /// pooling are supported; other modes and extra modules such as `Dense`
     /// are refused rather than silently ignored). `model_id` names the
