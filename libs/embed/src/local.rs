@@ -32,8 +32,8 @@ use crate::{l2_normalize, EmbedError, Embedder, EmbeddingSpace};
 /// sentence-transformers' default when a model does not say.
 const DEFAULT_MAX_SEQ_LENGTH: usize = 256;
 /// Texts per forward pass. Nothing is padded, so a larger pass costs no
-/// extra work and gives the matrix products more rows; past a few dozen
-/// texts it only adds memory (`mnemo bench embed`).
+/// extra work and gives the matrix products more rows; its buffers grow
+/// with it (at most 32 × 256 tokens × the feed-forward width).
 const DEFAULT_BATCH_SIZE: usize = 32;
 
 /// How token vectors become one sentence vector.
@@ -59,8 +59,8 @@ pub struct LocalOptions {
     /// Runs the GELU of models trained with the exact (erf) one as its tanh
     /// approximation. Off by default: the exact one is computed by a
     /// polynomial that vectorises, and is faster than the tanh form
-    /// (`mnemo bench embed`, release: 0.62× with the tanh form). The vectors stay within the reference tests' cosine bound
-    /// either way.
+    /// (`mnemo bench embed`, release: 0.62× with the tanh form). The
+    /// vectors stay within the reference tests' cosine bound either way.
     pub approximate_gelu: bool,
     /// Forward passes run at once, each over its own share of the texts, on
     /// threads of their own (a pass runs on one core). Defaults to the
@@ -144,10 +144,10 @@ impl LocalEmbedder {
     /// Loads `dir`: `config.json`, `tokenizer.json` and `model.safetensors`
     /// (`pytorch_model.bin` is not supported: unpickling is unsafe), plus
     /// the optional sentence-transformers files `sentence_bert_config.json`
-    /// (max_seq_length, do_lower_case),
-    /// `modules.json` and the pooling config it points to (mean and CLS
-    /// pooling are supported; other modes and extra modules such as `Dense`
-    /// are refused rather than silently ignored). `model_id` names the
+    /// (max_seq_length, do_lower_case), `modules.json` and the pooling
+    /// config it points to (mean and CLS pooling are supported; other
+    /// modes and extra modules such as `Dense` are refused rather than
+    /// silently ignored). `model_id` names the
     /// embedding space.
     ///
     /// Vectors are always L2-normalised, as the port promises; for models
@@ -178,13 +178,14 @@ impl LocalEmbedder {
         let model_type = config_json
             .get("model_type")
             .and_then(|v| v.as_str())
-            .unwrap_or("bert");
+            .unwrap_or("bert")
+            .to_owned();
         if model_type != "bert" {
             return Err(fail(format!(
                 "model_type {model_type:?} is not supported; only BERT-architecture models load"
             )));
         }
-        let config: BertConfig = serde_json::from_value(config_json.clone())
+        let config: BertConfig = serde_json::from_value(config_json)
             .map_err(|e| fail(format!("config.json is not a BERT config: {e}")))?;
         let activation = match config.hidden_act {
             Activation::Gelu if options.approximate_gelu => Activation::GeluTanh,
@@ -219,7 +220,7 @@ impl LocalEmbedder {
         // up in memory either way.
         let weights_path = dir.join("model.safetensors");
         let weights = std::fs::read(&weights_path).map_err(|e| EmbedError::io(&weights_path, e))?;
-        let encoder = Encoder::load(&weights, &config, activation, model_type)
+        let encoder = Encoder::load(&weights, &config, activation, &model_type)
             .map_err(|e| fail(format!("model.safetensors: {e}")))?;
 
         tracing::info!(
