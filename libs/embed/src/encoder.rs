@@ -228,7 +228,14 @@ impl Encoder {
 
     /// The last hidden states of `texts`, packed: text `i`'s tokens are
     /// rows `starts[i]..starts[i + 1]` of a `[tokens, hidden]` matrix.
-    pub(crate) fn forward(&self, texts: &[Tokens<'_>]) -> Result<(Vec<f32>, Vec<usize>), String> {
+    /// `threads` above 1 splits each linear layer's product over that many
+    /// threads: for a pass too small to share out by text (a query), where
+    /// a product is mostly the reading of the weights.
+    pub(crate) fn forward(
+        &self,
+        texts: &[Tokens<'_>],
+        threads: usize,
+    ) -> Result<(Vec<f32>, Vec<usize>), String> {
         let h = self.hidden;
         let mut starts = Vec::with_capacity(texts.len() + 1);
         starts.push(0);
@@ -267,7 +274,14 @@ impl Encoder {
         }
         layer_norm(&mut x, &self.embedding_norm, self.eps);
 
-        let mut scratch = Scratch::default();
+        let mut scratch = Scratch {
+            parallelism: if threads > 1 {
+                gemm::Parallelism::Rayon(threads)
+            } else {
+                gemm::Parallelism::None
+            },
+            ..Scratch::default()
+        };
         for layer in &self.layers {
             self.layer(layer, &mut x, &starts, &mut scratch);
         }
@@ -286,6 +300,7 @@ impl Encoder {
             tokens,
             resize(&mut s.qkv, tokens * 3 * h),
             false,
+            s.parallelism,
         );
         let context = resize(&mut s.context, tokens * h);
         for bounds in starts.windows(2) {
@@ -314,6 +329,7 @@ impl Encoder {
                     k.transposed(),
                     false,
                     scale,
+                    gemm::Parallelism::None,
                 );
                 for row in scores.chunks_exact_mut(n) {
                     softmax(row);
@@ -334,32 +350,53 @@ impl Encoder {
                     v,
                     false,
                     1.0,
+                    gemm::Parallelism::None,
                 );
             }
         }
         // x = norm(x + context · Woᵀ + bo)
-        linear(&layer.attention_out, context, tokens, x, true);
+        linear(
+            &layer.attention_out,
+            context,
+            tokens,
+            x,
+            true,
+            s.parallelism,
+        );
         layer_norm(x, &layer.attention_norm, self.eps);
         // x = norm(x + act(x · W1ᵀ + b1) · W2ᵀ + b2)
         let inner = resize(&mut s.inner, tokens * layer.up.outputs);
-        linear(&layer.up, x, tokens, inner, false);
+        linear(&layer.up, x, tokens, inner, false, s.parallelism);
         match self.activation {
             Activation::Gelu => inner.iter_mut().for_each(|v| *v = gelu(*v)),
             Activation::GeluTanh => inner.iter_mut().for_each(|v| *v = gelu_tanh(*v)),
             Activation::Relu => inner.iter_mut().for_each(|v| *v = v.max(0.0)),
         }
-        linear(&layer.down, inner, tokens, x, true);
+        linear(&layer.down, inner, tokens, x, true, s.parallelism);
         layer_norm(x, &layer.output_norm, self.eps);
     }
 }
 
-/// Buffers reused across the layers of a pass.
-#[derive(Default)]
+/// Buffers reused across the layers of a pass, and how its linear layers
+/// run.
 struct Scratch {
     qkv: Vec<f32>,
     context: Vec<f32>,
     scores: Vec<f32>,
     inner: Vec<f32>,
+    parallelism: gemm::Parallelism,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            qkv: Vec::new(),
+            context: Vec::new(),
+            scores: Vec::new(),
+            inner: Vec::new(),
+            parallelism: gemm::Parallelism::None,
+        }
+    }
 }
 
 fn resize(buffer: &mut Vec<f32>, len: usize) -> &mut [f32] {
@@ -369,7 +406,14 @@ fn resize(buffer: &mut Vec<f32>, len: usize) -> &mut [f32] {
 
 /// `out = x · Wᵀ + b` for `rows` rows of `x`; with `residual`, added to
 /// what `out` holds (the residual connection) instead.
-fn linear(layer: &Linear, x: &[f32], rows: usize, out: &mut [f32], residual: bool) {
+fn linear(
+    layer: &Linear,
+    x: &[f32],
+    rows: usize,
+    out: &mut [f32],
+    residual: bool,
+    parallelism: gemm::Parallelism,
+) {
     matmul(
         out,
         Layout::dense(rows, layer.outputs),
@@ -379,6 +423,7 @@ fn linear(layer: &Linear, x: &[f32], rows: usize, out: &mut [f32], residual: boo
         Layout::dense(layer.outputs, layer.inputs).transposed(),
         residual,
         1.0,
+        parallelism,
     );
     for row in out.chunks_exact_mut(layer.outputs) {
         row.iter_mut().zip(&layer.bias).for_each(|(o, b)| *o += b);
@@ -494,6 +539,7 @@ fn matmul(
     r: Layout,
     accumulate: bool,
     scale: f32,
+    parallelism: gemm::Parallelism,
 ) {
     assert!(d.rows == l.rows && d.cols == r.cols && l.cols == r.rows);
     assert!(d.fits(dst.len()) && l.fits(lhs.len()) && r.fits(rhs.len()));
@@ -535,7 +581,7 @@ fn matmul(
             false,
             false,
             false,
-            gemm::Parallelism::None,
+            parallelism,
         );
     }
 }
@@ -619,6 +665,7 @@ mod tests {
                 Layout::dense(2, 3).transposed(),
                 accumulate,
                 scale,
+                gemm::Parallelism::None,
             );
             assert_eq!(dst, expected);
         }
@@ -637,6 +684,7 @@ mod tests {
             Layout::dense(3, 2),
             false,
             1.0,
+            gemm::Parallelism::None,
         );
     }
 }

@@ -425,7 +425,11 @@ impl Inner {
         // input positions.
         let mut order: Vec<usize> = (0..encodings.len()).collect();
         order.sort_by_key(|&i| encodings[i].get_ids().len());
-        let workers = workers.min(order.len()).max(1);
+        let cores = workers.max(1);
+        let workers = cores.min(order.len()).max(1);
+        // Fewer texts than workers (a query): the cores left over share
+        // each pass's matrix products instead.
+        let threads = cores / workers;
         let run = |worker: usize| -> Result<Placed, EmbedError> {
             let mine: Vec<usize> = order
                 .iter()
@@ -437,7 +441,7 @@ impl Inner {
             for chunk in mine.chunks(batch_size) {
                 let batch: Vec<&tokenizers::Encoding> =
                     chunk.iter().map(|&i| &encodings[i]).collect();
-                done.extend(chunk.iter().copied().zip(self.forward(&batch)?));
+                done.extend(chunk.iter().copied().zip(self.forward(&batch, threads)?));
             }
             Ok(done)
         };
@@ -469,7 +473,11 @@ impl Inner {
     }
 
     /// One forward pass over a batch of texts, packed (nothing is padded).
-    fn forward(&self, batch: &[&tokenizers::Encoding]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    fn forward(
+        &self,
+        batch: &[&tokenizers::Encoding],
+        threads: usize,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let texts: Vec<Tokens<'_>> = batch
             .iter()
             .map(|encoding| Tokens {
@@ -477,7 +485,7 @@ impl Inner {
                 type_ids: encoding.get_type_ids(),
             })
             .collect();
-        let (hidden, starts) = self.encoder.forward(&texts).map_err(inference)?;
+        let (hidden, starts) = self.encoder.forward(&texts, threads).map_err(inference)?;
         let size = self.encoder.hidden_size();
         let mut vectors = Vec::with_capacity(batch.len());
         for bounds in starts.windows(2) {
