@@ -80,9 +80,6 @@ pub(crate) struct Encoder {
     heads: usize,
     eps: f32,
     activation: Activation,
-    vocab: usize,
-    positions: usize,
-    types: usize,
     word: Vec<f32>,
     position: Vec<f32>,
     token_type: Vec<f32>,
@@ -205,9 +202,6 @@ impl Encoder {
             heads: config.num_attention_heads,
             eps: config.layer_norm_eps as f32,
             activation,
-            vocab: config.vocab_size,
-            positions: config.max_position_embeddings,
-            types: config.type_vocab_size,
             word: checkpoint.get("embeddings.word_embeddings.weight", &[config.vocab_size, h])?,
             position: checkpoint.get(
                 "embeddings.position_embeddings.weight",
@@ -243,11 +237,11 @@ impl Encoder {
             if text.ids.len() != text.type_ids.len() {
                 return Err("token and type ids differ in length".into());
             }
-            if text.ids.len() > self.positions {
+            let positions = self.position.len() / h;
+            if text.ids.len() > positions {
                 return Err(format!(
-                    "{} tokens exceed the model's {} positions",
-                    text.ids.len(),
-                    self.positions
+                    "{} tokens exceed the model's {positions} positions",
+                    text.ids.len()
                 ));
             }
             starts.push(starts.last().copied().unwrap_or(0) + text.ids.len());
@@ -259,13 +253,14 @@ impl Encoder {
         for text in texts {
             for (position, (&id, &kind)) in text.ids.iter().zip(text.type_ids).enumerate() {
                 let (id, kind) = (id as usize, kind as usize);
-                if id >= self.vocab || kind >= self.types {
+                let (Some(word), Some(kind)) = (
+                    self.word.get(id * h..(id + 1) * h),
+                    self.token_type.get(kind * h..(kind + 1) * h),
+                ) else {
                     return Err(format!("token {id} (type {kind}) is outside the model"));
-                }
+                };
                 let out = &mut x[row * h..(row + 1) * h];
-                let word = &self.word[id * h..(id + 1) * h];
                 let place = &self.position[position * h..(position + 1) * h];
-                let kind = &self.token_type[kind * h..(kind + 1) * h];
                 for (((o, w), p), k) in out.iter_mut().zip(word).zip(place).zip(kind) {
                     *o = w + p + k;
                 }
@@ -274,21 +269,26 @@ impl Encoder {
         }
         layer_norm(&mut x, &self.embedding_norm, self.eps);
 
-        let mut scratch = Scratch {
-            parallelism: if threads > 1 {
-                gemm::Parallelism::Rayon(threads)
-            } else {
-                gemm::Parallelism::None
-            },
-            ..Scratch::default()
+        let parallelism = if threads > 1 {
+            gemm::Parallelism::Rayon(threads)
+        } else {
+            gemm::Parallelism::None
         };
+        let mut scratch = Scratch::default();
         for layer in &self.layers {
-            self.layer(layer, &mut x, &starts, &mut scratch);
+            self.layer(layer, &mut x, &starts, &mut scratch, parallelism);
         }
         Ok((x, starts))
     }
 
-    fn layer(&self, layer: &Layer, x: &mut [f32], starts: &[usize], s: &mut Scratch) {
+    fn layer(
+        &self,
+        layer: &Layer,
+        x: &mut [f32],
+        starts: &[usize],
+        s: &mut Scratch,
+        parallelism: gemm::Parallelism,
+    ) {
         let h = self.hidden;
         let tokens = x.len() / h;
         let head = h / self.heads;
@@ -300,7 +300,7 @@ impl Encoder {
             tokens,
             resize(&mut s.qkv, tokens * 3 * h),
             false,
-            s.parallelism,
+            parallelism,
         );
         let context = resize(&mut s.context, tokens * h);
         for bounds in starts.windows(2) {
@@ -355,48 +355,28 @@ impl Encoder {
             }
         }
         // x = norm(x + context · Woᵀ + bo)
-        linear(
-            &layer.attention_out,
-            context,
-            tokens,
-            x,
-            true,
-            s.parallelism,
-        );
+        linear(&layer.attention_out, context, tokens, x, true, parallelism);
         layer_norm(x, &layer.attention_norm, self.eps);
         // x = norm(x + act(x · W1ᵀ + b1) · W2ᵀ + b2)
         let inner = resize(&mut s.inner, tokens * layer.up.outputs);
-        linear(&layer.up, x, tokens, inner, false, s.parallelism);
+        linear(&layer.up, x, tokens, inner, false, parallelism);
         match self.activation {
             Activation::Gelu => inner.iter_mut().for_each(|v| *v = gelu(*v)),
             Activation::GeluTanh => inner.iter_mut().for_each(|v| *v = gelu_tanh(*v)),
             Activation::Relu => inner.iter_mut().for_each(|v| *v = v.max(0.0)),
         }
-        linear(&layer.down, inner, tokens, x, true, s.parallelism);
+        linear(&layer.down, inner, tokens, x, true, parallelism);
         layer_norm(x, &layer.output_norm, self.eps);
     }
 }
 
-/// Buffers reused across the layers of a pass, and how its linear layers
-/// run.
+/// Buffers reused across the layers of a pass.
+#[derive(Default)]
 struct Scratch {
     qkv: Vec<f32>,
     context: Vec<f32>,
     scores: Vec<f32>,
     inner: Vec<f32>,
-    parallelism: gemm::Parallelism,
-}
-
-impl Default for Scratch {
-    fn default() -> Self {
-        Scratch {
-            qkv: Vec::new(),
-            context: Vec::new(),
-            scores: Vec::new(),
-            inner: Vec::new(),
-            parallelism: gemm::Parallelism::None,
-        }
-    }
 }
 
 fn resize(buffer: &mut Vec<f32>, len: usize) -> &mut [f32] {
