@@ -57,6 +57,10 @@ impl InProcessBus {
     }
 }
 
+/// Records one statement inserts at most: 7 parameters a row stays far
+/// below SQLite's 32,766.
+const ROWS_PER_INSERT: usize = 500;
+
 /// Group `?2`'s committed offset in partition `?3` of topic `?1` (0 when
 /// it never committed), as a scalar subquery.
 const COMMITTED: &str = "COALESCE((SELECT next_offset FROM bus_offsets WHERE group_id = ?2 \
@@ -77,7 +81,8 @@ impl Bus for InProcessBus {
             .map_err(backend)?;
         let mut next: HashMap<i32, i64> = HashMap::new();
         let now = Utc::now().timestamp_micros();
-        for record in records {
+        let mut rows = Vec::with_capacity(records.len());
+        for record in &records {
             let partition = partition_for(&record.key, self.inner.partitions);
             let offset = match next.get(&partition) {
                 Some(offset) => *offset,
@@ -92,21 +97,25 @@ impl Bus for InProcessBus {
             };
             let headers = serde_json::to_string(&record.headers)
                 .map_err(|e| BusError::Backend(e.to_string()))?;
-            sqlx::query(
-                "INSERT INTO bus_records (topic, partition, \"offset\", record_key, payload, headers, published_at) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(topic)
-            .bind(partition)
-            .bind(offset)
-            .bind(&record.key)
-            .bind(&record.payload)
-            .bind(headers)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+            rows.push((partition, offset, record, headers));
             next.insert(partition, offset + 1);
+        }
+        // Multi-row statements: each statement is a round trip to the
+        // connection's thread made while holding the write lock.
+        for chunk in rows.chunks(ROWS_PER_INSERT) {
+            let mut insert = sqlx::QueryBuilder::new(
+                "INSERT INTO bus_records (topic, partition, \"offset\", record_key, payload, headers, published_at) ",
+            );
+            insert.push_values(chunk, |mut row, (partition, offset, record, headers)| {
+                row.push_bind(topic)
+                    .push_bind(*partition)
+                    .push_bind(*offset)
+                    .push_bind(&record.key)
+                    .push_bind(&record.payload)
+                    .push_bind(headers)
+                    .push_bind(now);
+            });
+            insert.build().execute(&mut *tx).await.map_err(backend)?;
         }
         tx.commit().await.map_err(backend)?;
         self.inner.published.send_modify(|n| *n += 1);

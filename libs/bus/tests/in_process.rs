@@ -77,6 +77,46 @@ async fn records_read_ahead_and_not_committed_come_again() {
     assert_eq!(rest, expected);
 }
 
+/// A publish of more records than one statement inserts (500): every
+/// record lands once, each partition's offsets follow on from the last
+/// publish without a gap, and a key's records keep their order.
+#[tokio::test]
+async fn a_publish_longer_than_a_statement_keeps_offsets_and_order() {
+    let db = db().await;
+    let bus = InProcessBus::new(db.pool.clone(), 3);
+    let keys = ["t/a", "t/b", "t/c", "t/d"];
+    let record = |i: usize| mnemo_bus::testsuite::record(keys[i % 4], &i.to_string());
+    bus.publish("t.long", (0..7).map(record).collect())
+        .await
+        .unwrap();
+    bus.publish("t.long", (7..1207).map(record).collect())
+        .await
+        .unwrap();
+    let mut sub = bus.subscribe("g-long", &["t.long"]).await.unwrap();
+    let mut by_partition: std::collections::BTreeMap<i32, Vec<i64>> = Default::default();
+    let mut by_key: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
+    while let Some(delivery) = sub.poll(Duration::from_millis(200)).await.unwrap() {
+        by_partition
+            .entry(delivery.partition)
+            .or_default()
+            .push(delivery.offset);
+        let n: usize = String::from_utf8(delivery.payload)
+            .unwrap()
+            .parse()
+            .unwrap();
+        by_key.entry(delivery.key).or_default().push(n);
+    }
+    for offsets in by_partition.values() {
+        let expected: Vec<i64> = (0..offsets.len() as i64).collect();
+        assert_eq!(offsets, &expected);
+    }
+    assert_eq!(by_partition.values().map(Vec::len).sum::<usize>(), 1207);
+    for (k, key) in keys.iter().enumerate() {
+        let expected: Vec<usize> = (0..1207).filter(|i| i % 4 == k).collect();
+        assert_eq!(by_key[*key], expected, "{key}");
+    }
+}
+
 async fn store_and_bus(db: &Db) -> (Arc<SqliteEventStore>, Arc<InProcessBus>) {
     (
         Arc::new(SqliteEventStore::new(db.pool.clone()).await.unwrap()),

@@ -132,7 +132,7 @@ pub struct Settings {
     /// Which embedder, and where its model or endpoint is.
     pub embedding: EmbedSettings,
     pub consolidation: Policies<ConsolidationPolicy>,
-    /// Conversations consolidated at once; None: one per core, at most 4.
+    /// Subjects consolidated at once; None: two per core, at most 8.
     pub consolidation_workers: Option<usize>,
     pub forgetting: ForgettingSettings,
     /// Fusion and ranking constants of search and context.

@@ -65,8 +65,8 @@ pub(crate) struct RawConsolidation {
 }
 
 impl RawConsolidation {
-    /// `consolidation.workers` (`MNEMO_CONSOLIDATION_WORKERS`): default one
-    /// per core, at most 4.
+    /// `consolidation.workers` (`MNEMO_CONSOLIDATION_WORKERS`): default two
+    /// per core, at most 8.
     pub(crate) fn workers(&self, env: &crate::env::Env) -> Result<Option<usize>, ConfigError> {
         let workers = match env.get("MNEMO_CONSOLIDATION_WORKERS") {
             Some(raw) => Some(raw.parse::<usize>().map_err(|_| {

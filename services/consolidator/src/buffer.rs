@@ -139,6 +139,10 @@ impl SqliteMessageBuffer {
     }
 }
 
+/// Rows one statement writes at most: 6 parameters a row stays far below
+/// SQLite's 32,766.
+const ROWS_PER_STATEMENT: usize = 500;
+
 fn failed(error: sqlx::Error) -> BufferError {
     BufferError(error.to_string())
 }
@@ -206,23 +210,26 @@ impl MessageBuffer for SqliteMessageBuffer {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(failed)?;
-        let mut conversations: Vec<Conversation> = Vec::new();
-        for (conversation, event_id, position) in messages {
-            sqlx::query(
-                "INSERT OR IGNORE INTO consolidation_buffer (tenant_id, subject_id, session_id, event_id, position, buffered_at) \
-                 VALUES (?, ?, ?, ?, ?, ?)",
-            )
-            .bind(conversation.tenant.as_str())
-            .bind(conversation.subject.as_str())
-            .bind(&conversation.session)
-            .bind(event_id.to_string())
-            .bind(position)
-            .bind(now)
-            .execute(&mut *tx)
-            .await
-            .map_err(failed)?;
-            if !conversations.contains(conversation) {
-                conversations.push(conversation.clone());
+        // Multi-row statements: each statement is a round trip to the
+        // connection's thread made while holding the write lock.
+        for chunk in messages.chunks(ROWS_PER_STATEMENT) {
+            let mut insert = sqlx::QueryBuilder::new(
+                "INSERT OR IGNORE INTO consolidation_buffer (tenant_id, subject_id, session_id, event_id, position, buffered_at) ",
+            );
+            insert.push_values(chunk, |mut row, (conversation, event_id, position)| {
+                row.push_bind(conversation.tenant.as_str())
+                    .push_bind(conversation.subject.as_str())
+                    .push_bind(&conversation.session)
+                    .push_bind(event_id.to_string())
+                    .push_bind(*position)
+                    .push_bind(now);
+            });
+            insert.build().execute(&mut *tx).await.map_err(failed)?;
+        }
+        let mut conversations: Vec<&Conversation> = Vec::new();
+        for (conversation, _, _) in messages {
+            if !conversations.contains(&conversation) {
+                conversations.push(conversation);
             }
         }
         let mut waiting = Vec::with_capacity(conversations.len());
@@ -236,7 +243,7 @@ impl MessageBuffer for SqliteMessageBuffer {
             .fetch_one(&mut *tx)
             .await
             .map_err(failed)?;
-            waiting.push((conversation, count as usize));
+            waiting.push((conversation.clone(), count as usize));
         }
         tx.commit().await.map_err(failed)?;
         Ok(waiting)
@@ -269,15 +276,17 @@ impl MessageBuffer for SqliteMessageBuffer {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(failed)?;
-        for id in event_ids {
-            sqlx::query(
-                "UPDATE consolidation_buffer SET done = 1 WHERE tenant_id = ? AND event_id = ?",
-            )
-            .bind(tenant.as_str())
-            .bind(id.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(failed)?;
+        for chunk in event_ids.chunks(ROWS_PER_STATEMENT) {
+            let mut update = sqlx::QueryBuilder::new(
+                "UPDATE consolidation_buffer SET done = 1 WHERE tenant_id = ",
+            );
+            update.push_bind(tenant.as_str()).push(" AND event_id IN (");
+            let mut ids = update.separated(", ");
+            for id in chunk {
+                ids.push_bind(id.to_string());
+            }
+            update.push(")");
+            update.build().execute(&mut *tx).await.map_err(failed)?;
         }
         tx.commit().await.map_err(failed)
     }

@@ -128,6 +128,46 @@ async fn a_run_of_messages_is_added_at_once_with_each_conversation_counted(
     assert_eq!(buffer.stats().await.unwrap().messages, 4);
 }
 
+/// More rows than one statement writes (the SQLite buffer writes 500 a
+/// statement): every row is added, counted and removed.
+async fn runs_longer_than_a_statement_are_added_and_removed_whole(buffer: &dyn MessageBuffer) {
+    let conversations = [
+        conversation("t1", "s1", "chat"),
+        conversation("t1", "s2", ""),
+        conversation("t1", "s3", "chat"),
+    ];
+    let run: Vec<(Conversation, EventId, i64)> = (0..1201)
+        .map(|n| (conversations[n % 3].clone(), EventId::new(), n as i64))
+        .collect();
+    let waiting = buffer.add_many(&run).await.unwrap();
+    assert_eq!(
+        waiting,
+        vec![
+            (conversations[0].clone(), 401),
+            (conversations[1].clone(), 400),
+            (conversations[2].clone(), 400),
+        ]
+    );
+    let first: Vec<EventId> = run
+        .iter()
+        .filter(|(c, _, _)| *c == conversations[0])
+        .map(|(_, id, _)| *id)
+        .collect();
+    assert_eq!(buffer.batch(&conversations[0], 1000).await.unwrap(), first);
+    let removed: Vec<EventId> = run.iter().take(1100).map(|(_, id, _)| *id).collect();
+    buffer
+        .remove(&conversations[0].tenant, &removed)
+        .await
+        .unwrap();
+    assert_eq!(buffer.stats().await.unwrap().messages, 101);
+    let left: Vec<EventId> = run[1100..]
+        .iter()
+        .filter(|(c, _, _)| *c == conversations[1])
+        .map(|(_, id, _)| *id)
+        .collect();
+    assert_eq!(buffer.batch(&conversations[1], 1000).await.unwrap(), left);
+}
+
 macro_rules! buffer_cases {
     ($module:ident, $fixture:path) => {
         mod $module {
@@ -155,6 +195,12 @@ macro_rules! buffer_cases {
                     buffer.as_ref(),
                 )
                 .await;
+            }
+            #[tokio::test]
+            async fn runs_longer_than_a_statement_are_added_and_removed_whole() {
+                let (_guard, buffer) = $fixture().await;
+                super::runs_longer_than_a_statement_are_added_and_removed_whole(buffer.as_ref())
+                    .await;
             }
             #[tokio::test]
             async fn conversations_and_deletion_stay_within_tenant_and_subject() {
