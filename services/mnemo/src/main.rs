@@ -273,7 +273,8 @@ enum BenchCommand {
     /// --clients (until every episode and consolidated memory is
     /// searchable), on an embedded server whose embedder is an
     /// OpenAI-compatible server on loopback (feature hashing, so the model
-    /// costs nothing) or the in-process lexical one. See docs/operations.md.
+    /// costs nothing), the in-process lexical one or the local model. See
+    /// docs/operations.md.
     Searchable {
         /// Memories written sequentially to one subject (0: skip).
         #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
@@ -287,9 +288,11 @@ enum BenchCommand {
         /// Messages per request.
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100))]
         batch: u64,
-        /// `loopback` (an OpenAI-compatible server started by the run) or
-        /// `lexical` (in process).
-        #[arg(long, default_value = "loopback", value_parser = ["loopback", "lexical"])]
+        /// `loopback` (an OpenAI-compatible server started by the run),
+        /// `lexical` (in process) or `local` (the local model in process,
+        /// found as `mnemo serve` finds it: `MNEMO_EMBED_MODEL_DIR`, the
+        /// model cache).
+        #[arg(long, default_value = "loopback", value_parser = ["loopback", "lexical", "local"])]
         embedder: String,
         /// The posted messages' text: `repeated` (six sentences in turn, the
         /// figures of docs/operations.md) or `varied` (words drawn from a
@@ -641,6 +644,7 @@ async fn bench(what: BenchCommand) -> anyhow::Result<()> {
                 batch: count(batch)?,
                 embedder: match embedder.as_str() {
                     "lexical" => mnemo_lab::bench_searchable::BenchEmbedder::Lexical,
+                    "local" => mnemo_lab::bench_searchable::BenchEmbedder::Local,
                     _ => mnemo_lab::bench_searchable::BenchEmbedder::Loopback,
                 },
             })

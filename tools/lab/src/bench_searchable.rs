@@ -56,7 +56,21 @@ pub enum BenchEmbedder {
     Loopback,
     /// The lexical embedder, in process.
     Lexical,
+    /// The local model, in process (the environment's
+    /// [`LOCAL_MODEL_VARIABLES`] say where it is): what a default
+    /// deployment runs, so the figures say where the model caps the rate.
+    Local,
 }
+
+/// The environment variables that locate the local model, passed on to
+/// the embedded server (which otherwise sees only the bench's settings).
+pub const LOCAL_MODEL_VARIABLES: [&str; 5] = [
+    "MNEMO_EMBED_MODEL_DIR",
+    "MNEMO_EMBED_MODEL",
+    "MNEMO_MODEL_CACHE",
+    "MNEMO_HF_ENDPOINT",
+    "MNEMO_PYPI_ENDPOINT",
+];
 
 #[derive(Debug, Clone)]
 pub struct SearchableBench {
@@ -250,6 +264,14 @@ pub async fn searchable(bench: SearchableBench) -> anyhow::Result<()> {
         BenchEmbedder::Lexical => {
             env.insert("MNEMO_EMBEDDER".into(), "lexical".into());
         }
+        BenchEmbedder::Local => {
+            env.insert("MNEMO_EMBEDDER".into(), "local".into());
+            for variable in LOCAL_MODEL_VARIABLES {
+                if let Ok(value) = std::env::var(variable) {
+                    env.insert(variable.into(), value);
+                }
+            }
+        }
     }
     let server = EmbeddedServer::start(
         &env,
@@ -270,6 +292,7 @@ pub async fn searchable(bench: SearchableBench) -> anyhow::Result<()> {
         match bench.embedder {
             BenchEmbedder::Loopback => "an OpenAI-compatible loopback",
             BenchEmbedder::Lexical => "the in-process lexical",
+            BenchEmbedder::Local => "the in-process local model",
         }
     );
     if bench.memories > 0 {
