@@ -129,16 +129,24 @@ async fn a_run_of_messages_is_added_at_once_with_each_conversation_counted(
 }
 
 /// More rows than one statement writes (the SQLite buffer writes 500 a
-/// statement): every row is added, counted and removed.
+/// statement), from two tenants in one run: every row is added under its
+/// own tenant, counted in order of first appearance, and removed whole.
 async fn runs_longer_than_a_statement_are_added_and_removed_whole(buffer: &dyn MessageBuffer) {
     let conversations = [
         conversation("t1", "s1", "chat"),
-        conversation("t1", "s2", ""),
+        conversation("t2", "s2", ""),
         conversation("t1", "s3", "chat"),
     ];
     let run: Vec<(Conversation, EventId, i64)> = (0..1201)
         .map(|n| (conversations[n % 3].clone(), EventId::new(), n as i64))
         .collect();
+    let ids = |range: std::ops::Range<usize>, of: &Conversation| -> Vec<EventId> {
+        run[range]
+            .iter()
+            .filter(|(c, _, _)| c == of)
+            .map(|(_, id, _)| *id)
+            .collect()
+    };
     let waiting = buffer.add_many(&run).await.unwrap();
     assert_eq!(
         waiting,
@@ -148,24 +156,26 @@ async fn runs_longer_than_a_statement_are_added_and_removed_whole(buffer: &dyn M
             (conversations[2].clone(), 400),
         ]
     );
-    let first: Vec<EventId> = run
-        .iter()
-        .filter(|(c, _, _)| *c == conversations[0])
-        .map(|(_, id, _)| *id)
-        .collect();
-    assert_eq!(buffer.batch(&conversations[0], 1000).await.unwrap(), first);
-    let removed: Vec<EventId> = run.iter().take(1100).map(|(_, id, _)| *id).collect();
+    assert_eq!(
+        buffer.batch(&conversations[0], 1000).await.unwrap(),
+        ids(0..1201, &conversations[0])
+    );
+    // Removing under one tenant leaves the other's rows waiting.
+    let first: Vec<EventId> = run[..1100].iter().map(|(_, id, _)| *id).collect();
     buffer
-        .remove(&conversations[0].tenant, &removed)
+        .remove(&conversations[0].tenant, &first)
+        .await
+        .unwrap();
+    assert_eq!(buffer.stats().await.unwrap().messages, 1201 - 733);
+    buffer
+        .remove(&conversations[1].tenant, &first)
         .await
         .unwrap();
     assert_eq!(buffer.stats().await.unwrap().messages, 101);
-    let left: Vec<EventId> = run[1100..]
-        .iter()
-        .filter(|(c, _, _)| *c == conversations[1])
-        .map(|(_, id, _)| *id)
-        .collect();
-    assert_eq!(buffer.batch(&conversations[1], 1000).await.unwrap(), left);
+    assert_eq!(
+        buffer.batch(&conversations[1], 1000).await.unwrap(),
+        ids(1100..1201, &conversations[1])
+    );
 }
 
 macro_rules! buffer_cases {
