@@ -117,9 +117,10 @@ impl MessageBuffer for PostgresMessageBuffer {
     }
 
     /// One transaction per tenant of the run (each under its tenant's
-    /// role, as every buffer write), its rows in one statement: a run of a
-    /// Kafka partition's records costs a round trip per tenant, not four
-    /// per message.
+    /// role, as every buffer write), its rows in one statement and a count
+    /// per conversation: a run of a Kafka partition's records costs a
+    /// transaction per tenant, where the port's default took one per
+    /// message.
     async fn add_many(
         &self,
         messages: &[(Conversation, EventId, i64)],
