@@ -219,10 +219,12 @@ impl SqliteMemoryReadModel {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(backend)?;
-        for (row, sealed) in rows.iter().zip(&sealed_rows) {
-            let memory = row.memory;
-            upsert_in(&mut tx, tenant, memory, sealed).await?;
-        }
+        let pairs: Vec<(&Memory, &sealed::SealedRow)> = rows
+            .iter()
+            .map(|row| row.memory)
+            .zip(&sealed_rows)
+            .collect();
+        upsert_all_in(&mut tx, tenant, &pairs).await?;
         tx.commit().await.map_err(backend)
     }
 }
@@ -433,64 +435,118 @@ impl MemoryReadModel for SqliteMemoryReadModel {
 
 /// One row (and its tag tokens) inside the caller's transaction, when the
 /// memory is newer than what is stored.
-async fn upsert_in(
+/// Rows per multi-row upsert: 17 parameters each, under the 999 that SQLite
+/// builds before 3.32 allow (see [`GET_MANY_CHUNK`]).
+const ROWS_PER_UPSERT: usize = 50;
+
+/// Tag rows per multi-row insert: 3 parameters each, under 999 as above.
+const TAGS_PER_INSERT: usize = 300;
+
+/// Upserts `rows` (each with its sealed fields) with a statement per
+/// [`ROWS_PER_UPSERT`] rows, then replaces the tags of the memories a row
+/// was written for (a row older than the stored version writes nothing):
+/// a handful of statements whatever the number of rows, each a round trip
+/// to the connection's thread made while the write lock is held.
+async fn upsert_all_in(
     tx: &mut sqlx::SqliteConnection,
     tenant: &TenantId,
-    memory: &Memory,
-    sealed: &sealed::SealedRow,
+    rows: &[(&Memory, &sealed::SealedRow)],
 ) -> Result<(), ReadModelError> {
-    let provenance = serde_json::to_string(&memory.provenance).expect("provenance serializes");
-    let relations = serde_json::to_string(&memory.relations).expect("relations serialize");
-    let written = sqlx::query(
-            "INSERT INTO memories (tenant_id, memory_id, subject_id, kind, content, tags, confidence, \
-             importance, state, version, provenance, session_id, agent_id, reinforcements, superseded_by, \
-             created_at, updated_at, relations, sealed) \
-             VALUES (?, ?, ?, ?, '', '[]', ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT (tenant_id, memory_id) DO UPDATE SET kind = excluded.kind, \
+    // The ids whose stored row is now one of `rows`; with one id twice in
+    // `rows`, the higher version is the one kept, as it would be row by row.
+    let mut written: std::collections::HashMap<String, (&Memory, &sealed::SealedRow)> =
+        std::collections::HashMap::new();
+    for part in rows.chunks(ROWS_PER_UPSERT) {
+        let mut builder = sqlx::QueryBuilder::new(
+            "INSERT INTO memories (tenant_id, memory_id, subject_id, kind, content, tags, \
+             confidence, importance, state, version, provenance, session_id, agent_id, \
+             reinforcements, superseded_by, created_at, updated_at, relations, sealed) ",
+        );
+        builder.push_values(part, |mut values, (memory, sealed)| {
+            let provenance =
+                serde_json::to_string(&memory.provenance).expect("provenance serializes");
+            let relations = serde_json::to_string(&memory.relations).expect("relations serialize");
+            values
+                .push_bind(tenant.as_str())
+                .push_bind(memory.id.to_string())
+                .push_bind(memory.subject.as_str())
+                .push_bind(memory.kind.as_str())
+                .push("''")
+                .push("'[]'")
+                .push_bind(f64::from(memory.confidence))
+                .push_bind(f64::from(memory.importance))
+                .push_bind(memory.state.as_str())
+                .push_bind(memory.version as i64)
+                .push_bind(provenance)
+                .push("NULL")
+                .push_bind(memory.agent.as_ref().map(|agent| agent.as_str().to_owned()))
+                .push_bind(i64::from(memory.reinforcements))
+                .push_bind(memory.superseded_by.map(|id| id.to_string()))
+                .push_bind(memory.created_at.timestamp_micros())
+                .push_bind(memory.updated_at.timestamp_micros())
+                .push_bind(relations)
+                .push_bind(sealed.sealed.as_str());
+        });
+        builder.push(
+            " ON CONFLICT (tenant_id, memory_id) DO UPDATE SET kind = excluded.kind, \
              content = excluded.content, tags = excluded.tags, confidence = excluded.confidence, \
              importance = excluded.importance, state = excluded.state, version = excluded.version, \
              provenance = excluded.provenance, session_id = excluded.session_id, \
              reinforcements = excluded.reinforcements, superseded_by = excluded.superseded_by, \
              updated_at = excluded.updated_at, relations = excluded.relations, \
-             sealed = excluded.sealed WHERE excluded.version > memories.version",
-        )
-        .bind(tenant.as_str())
-        .bind(memory.id.to_string())
-        .bind(memory.subject.as_str())
-        .bind(memory.kind.as_str())
-        .bind(f64::from(memory.confidence))
-        .bind(f64::from(memory.importance))
-        .bind(memory.state.as_str())
-        .bind(memory.version as i64)
-        .bind(provenance)
-        .bind(memory.agent.as_ref().map(AgentId::as_str))
-        .bind(i64::from(memory.reinforcements))
-        .bind(memory.superseded_by.map(|id| id.to_string()))
-        .bind(memory.created_at.timestamp_micros())
-        .bind(memory.updated_at.timestamp_micros())
-        .bind(relations)
-        .bind(&sealed.sealed)
-        .execute(&mut *tx)
-        .await
-        .map_err(backend)?;
-    if written.rows_affected() > 0 {
-        sqlx::query("DELETE FROM memory_tags WHERE tenant_id = ? AND memory_id = ?")
-            .bind(tenant.as_str())
-            .bind(memory.id.to_string())
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        for token in &sealed.tag_tokens {
-            sqlx::query(
-                "INSERT OR IGNORE INTO memory_tags (tenant_id, memory_id, tag) VALUES (?, ?, ?)",
-            )
-            .bind(tenant.as_str())
-            .bind(memory.id.to_string())
-            .bind(token)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
+             sealed = excluded.sealed WHERE excluded.version > memories.version \
+             RETURNING memory_id, version",
+        );
+        let returned = builder.build().fetch_all(&mut *tx).await.map_err(backend)?;
+        for returned in returned {
+            let id: String = returned.try_get("memory_id").map_err(backend)?;
+            let version: i64 = returned.try_get("version").map_err(backend)?;
+            let row = part
+                .iter()
+                .find(|(memory, _)| memory.version as i64 == version && memory.id.to_string() == id)
+                .copied()
+                .ok_or_else(|| {
+                    ReadModelError::Corrupt(format!("upsert returned {id} v{version}, not written"))
+                })?;
+            written.insert(id, row);
         }
+    }
+    if written.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&String> = written.keys().collect();
+    for part in ids.chunks(GET_MANY_CHUNK) {
+        let mut builder = sqlx::QueryBuilder::new("DELETE FROM memory_tags WHERE tenant_id = ");
+        builder
+            .push_bind(tenant.as_str())
+            .push(" AND memory_id IN (");
+        let mut separated = builder.separated(", ");
+        for id in part {
+            separated.push_bind(id.as_str());
+        }
+        separated.push_unseparated(")");
+        builder.build().execute(&mut *tx).await.map_err(backend)?;
+    }
+    let tags: Vec<(&str, &str)> = written
+        .iter()
+        .flat_map(|(id, (_, sealed))| {
+            sealed
+                .tag_tokens
+                .iter()
+                .map(move |token| (id.as_str(), token.as_str()))
+        })
+        .collect();
+    for part in tags.chunks(TAGS_PER_INSERT) {
+        let mut builder = sqlx::QueryBuilder::new(
+            "INSERT OR IGNORE INTO memory_tags (tenant_id, memory_id, tag) ",
+        );
+        builder.push_values(part, |mut values, (id, token)| {
+            values
+                .push_bind(tenant.as_str())
+                .push_bind(*id)
+                .push_bind(*token);
+        });
+        builder.build().execute(&mut *tx).await.map_err(backend)?;
     }
     Ok(())
 }

@@ -511,6 +511,72 @@ fn tagged(tags: &[&str]) -> MemoryFilter {
     }
 }
 
+/// A write longer than any one statement the adapters build (120 rows,
+/// SQLite's upserts take 50): every row lands with its tags; of one memory
+/// twice in the write, the higher version and its tags are kept, whichever
+/// comes first; a stale row changes neither the memory nor its tags.
+pub async fn a_long_write_keeps_each_rows_tags_and_the_newest_version(f: &Fixture) {
+    let model = &*f.model;
+    let t = TenantId::parse("t-long").unwrap();
+    let s1 = subject("s1");
+    let kept = memory("s1", MemoryKind::Fact, "kept as written", &["old"]);
+    model.upsert(&t, &kept).await.unwrap();
+    let mut stale = kept.clone();
+    stale.content = SubjectText::new("a stale copy");
+    stale.tags = vec!["stale".into()];
+    let mut rows: Vec<Memory> = (0..118)
+        .map(|n| {
+            let parity = if n % 2 == 0 { "even" } else { "odd" };
+            memory(
+                "s1",
+                MemoryKind::Fact,
+                &format!("fact {n}"),
+                &["bulk", parity],
+            )
+        })
+        .collect();
+    let mut newest = rows[3].clone();
+    newest.version = 3;
+    newest.tags = vec!["revised".into()];
+    newest.content = SubjectText::new("fact 3, revised");
+    let mut middle = rows[3].clone();
+    middle.version = 2;
+    middle.tags = vec!["middle".into()];
+    // The newest version early and an older one late, across the 50-row
+    // statements: the older one must not win.
+    rows.insert(10, newest.clone());
+    rows.push(middle);
+    rows.push(stale);
+    let written: Vec<(Memory, u32)> = rows.iter().map(|m| (m.clone(), 1)).collect();
+    model.upsert_many(&t, &written).await.unwrap();
+
+    let listed = |tags: &[&str]| {
+        let filter = MemoryFilter {
+            limit: 1000,
+            ..tagged(tags)
+        };
+        let s1 = s1.clone();
+        let t = t.clone();
+        async move { model.list(&t, &s1, &filter).await.unwrap() }
+    };
+    assert_eq!(
+        listed(&["bulk"]).await.len(),
+        117,
+        "all but the revised one"
+    );
+    assert_eq!(listed(&["bulk", "even"]).await.len(), 59, "fact 3 is odd");
+    assert_eq!(ids(&listed(&["revised"]).await), [newest.id]);
+    assert!(listed(&["middle"]).await.is_empty());
+    assert!(listed(&["stale"]).await.is_empty());
+    assert_eq!(ids(&listed(&["old"]).await), [kept.id]);
+    let got = model.get(&t, &newest.id).await.unwrap().unwrap();
+    assert_eq!(
+        (got.version, got.content.as_text()),
+        (3, Some("fact 3, revised"))
+    );
+    assert_eq!(model.get(&t, &kept.id).await.unwrap(), Some(kept));
+}
+
 /// Tags are matched through their tokens: every tag asked must be on the
 /// memory, another subject's equal tag does not match, and asking for the
 /// tags of a subject without a key finds nothing and creates no key.
@@ -745,6 +811,7 @@ macro_rules! read_model_cases {
         );
         $crate::read_model_cases!(@fixture $fixture;
             tag_filters_match_through_tokens,
+            a_long_write_keeps_each_rows_tags_and_the_newest_version,
             subject_fields_round_trip_through_every_read,
             rows_of_a_destroyed_key_are_not_served,
             rows_read_under_a_destroyed_key_are_not_written,
