@@ -200,7 +200,7 @@ pub async fn ingest_messages(
 /// A message appended before ids were keyed has the id
 /// [`EventId::message`] derived from the client's id itself; when that
 /// event is in the log it is the id, so a retry across the upgrade is still
-/// recognised as a duplicate. One point read per client id.
+/// recognised as a duplicate. One read for all the client ids.
 async fn message_event_ids(
     state: &IngestState,
     tenant: &TenantId,
@@ -256,30 +256,44 @@ async fn event_ids_of(
         .generation(tenant, subject)
         .await
         .map_err(LogError::from)?;
-    let mut ids = Vec::with_capacity(client_ids.len());
-    for (client_id, token) in client_ids.iter().zip(tokens) {
-        let legacy = EventId::message(tenant, subject, generation, client_id);
-        ids.push(if is_message(state, tenant, &legacy).await? {
-            legacy
-        } else {
-            EventId::message_token(tenant, subject, token)
-        });
-    }
+    let legacy: Vec<EventId> = client_ids
+        .iter()
+        .map(|client_id| EventId::message(tenant, subject, generation, client_id))
+        .collect();
+    let recorded = messages_among(state, tenant, &legacy).await?;
+    let ids = legacy
+        .into_iter()
+        .zip(tokens)
+        .map(|(legacy, token)| {
+            if recorded.contains(&legacy) {
+                legacy
+            } else {
+                EventId::message_token(tenant, subject, token)
+            }
+        })
+        .collect();
     Ok(ids)
 }
 
-/// Whether `event_id` is a message of the log, within the tenant.
-async fn is_message(
+/// Which of `event_ids` are messages of the log, within the tenant: one
+/// read for them all (a post of 100 messages was 100 point reads).
+async fn messages_among(
     state: &IngestState,
     tenant: &TenantId,
-    event_id: &EventId,
-) -> Result<bool, WriteError> {
+    event_ids: &[EventId],
+) -> Result<std::collections::HashSet<EventId>, WriteError> {
+    if event_ids.is_empty() {
+        return Ok(std::collections::HashSet::new());
+    }
     Ok(state
         .log
         .store()
-        .get_event(tenant, event_id)
+        .get_events(tenant, event_ids)
         .await?
-        .is_some_and(|e| e.is(EventType::MessageReceived)))
+        .into_iter()
+        .filter(|e| e.is(EventType::MessageReceived))
+        .map(|e| e.event_id)
+        .collect())
 }
 
 // ---------------------------------------------------------------- memories
@@ -339,8 +353,9 @@ pub async fn create_memory(
             .await?
             .ok_or(WriteError::UnknownSource)?
     };
+    let recorded = messages_among(state, tenant, &sources).await?;
     for event_id in sources {
-        if !is_message(state, tenant, &event_id).await? {
+        if !recorded.contains(&event_id) {
             return Err(WriteError::UnknownSource);
         }
         if !source_event_ids.contains(&event_id) {
