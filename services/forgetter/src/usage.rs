@@ -56,6 +56,23 @@ impl SqliteUsageStore {
     }
 }
 
+/// Rows per insert: 5 parameters each, under the 999 of older SQLite builds.
+const ROWS_PER_INSERT: usize = 150;
+
+/// Each id once with how many times `ids` names it, in first-seen order:
+/// one row per memory in a statement (PostgreSQL refuses to update a row
+/// twice in one `ON CONFLICT` insert).
+pub(crate) fn count_each(ids: &[MemoryId]) -> Vec<(MemoryId, i64)> {
+    let mut counted: Vec<(MemoryId, i64)> = Vec::with_capacity(ids.len());
+    for id in ids {
+        match counted.iter_mut().find(|(seen, _)| seen == id) {
+            Some((_, count)) => *count += 1,
+            None => counted.push((*id, 1)),
+        }
+    }
+    counted
+}
+
 fn failed(error: sqlx::Error) -> UsageError {
     UsageError(error.to_string())
 }
@@ -69,26 +86,33 @@ impl UsageStore for SqliteUsageStore {
         ids: &[MemoryId],
         at: DateTime<Utc>,
     ) -> Result<(), UsageError> {
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(failed)?;
-        for id in ids {
-            sqlx::query(
-                "INSERT INTO memory_usage (tenant_id, memory_id, subject_id, accesses, last_accessed_at) VALUES (?, ?, ?, 1, ?) \
-                 ON CONFLICT (tenant_id, memory_id) DO UPDATE SET accesses = accesses + 1, \
-                 last_accessed_at = MAX(last_accessed_at, excluded.last_accessed_at)",
-            )
-            .bind(tenant.as_str())
-            .bind(id.to_string())
-            .bind(subject.as_str())
-            .bind(at.timestamp_micros())
-            .execute(&mut *tx)
-            .await
-            .map_err(failed)?;
+        // One statement for the whole signal: a write per hit took the
+        // write lock's time for as many round trips.
+        let mut builder = sqlx::QueryBuilder::new(
+            "INSERT INTO memory_usage (tenant_id, memory_id, subject_id, accesses, \
+             last_accessed_at) ",
+        );
+        let counted = count_each(ids);
+        if counted.is_empty() {
+            return Ok(());
         }
-        tx.commit().await.map_err(failed)
+        for part in counted.chunks(ROWS_PER_INSERT) {
+            builder.reset();
+            builder.push_values(part, |mut row, (id, accesses)| {
+                row.push_bind(tenant.as_str())
+                    .push_bind(id.to_string())
+                    .push_bind(subject.as_str())
+                    .push_bind(*accesses)
+                    .push_bind(at.timestamp_micros());
+            });
+            builder.push(
+                " ON CONFLICT (tenant_id, memory_id) DO UPDATE SET \
+                 accesses = accesses + excluded.accesses, \
+                 last_accessed_at = MAX(last_accessed_at, excluded.last_accessed_at)",
+            );
+            builder.build().execute(&self.pool).await.map_err(failed)?;
+        }
+        Ok(())
     }
 
     async fn get(

@@ -36,6 +36,29 @@ async fn counts_accesses_and_keeps_the_latest_time(store: &dyn UsageStore) {
     assert_eq!(usage[&b].accesses, 1);
 }
 
+/// One signal naming a memory twice counts it twice (the statement holds
+/// each memory once, with its count), and a signal of more hits than one
+/// SQLite statement takes (150 rows) counts every one.
+async fn a_signal_counts_repeats_and_every_hit(store: &dyn UsageStore) {
+    let (t, s) = (tenant("t1"), subject("s1"));
+    let now = micros(Utc::now());
+    let many: Vec<MemoryId> = (0..160).map(|_| MemoryId::new()).collect();
+    let mut ids = many.clone();
+    ids.push(many[0]);
+    ids.push(many[159]);
+    ids.push(many[0]);
+    store.record(&t, &s, &ids, now).await.unwrap();
+    store.record(&t, &s, &[many[1]], now).await.unwrap();
+    store.record(&t, &s, &[], now).await.unwrap();
+    let usage = store.get(&t, &s).await.unwrap();
+    assert_eq!(usage.len(), 160);
+    assert_eq!(usage[&many[0]].accesses, 3);
+    assert_eq!(usage[&many[159]].accesses, 2);
+    assert_eq!(usage[&many[1]].accesses, 2);
+    let once = many[2..159].iter().filter(|id| usage[id].accesses == 1);
+    assert_eq!(once.count(), 157);
+}
+
 async fn usage_is_per_tenant_and_subject(store: &dyn UsageStore) {
     let id = MemoryId::new();
     let now = micros(Utc::now());
@@ -99,6 +122,11 @@ macro_rules! usage_cases {
             async fn counts_accesses_and_keeps_the_latest_time() {
                 let (_guard, store) = $fixture().await;
                 super::counts_accesses_and_keeps_the_latest_time(store.as_ref()).await;
+            }
+            #[tokio::test]
+            async fn a_signal_counts_repeats_and_every_hit() {
+                let (_guard, store) = $fixture().await;
+                super::a_signal_counts_repeats_and_every_hit(store.as_ref()).await;
             }
             #[tokio::test]
             async fn usage_is_per_tenant_and_subject() {

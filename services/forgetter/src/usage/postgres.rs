@@ -38,23 +38,31 @@ impl UsageStore for PostgresUsageStore {
         ids: &[MemoryId],
         at: DateTime<Utc>,
     ) -> Result<(), UsageError> {
-        let mut tx = self.pool.begin(tenant).await.map_err(pg)?;
-        for id in ids {
-            sqlx::query(
-                "INSERT INTO memory_usage (tenant_id, memory_id, subject_id, accesses, last_accessed_at) \
-                 VALUES ($1, $2, $3, 1, $4) \
-                 ON CONFLICT (tenant_id, memory_id) DO UPDATE SET \
-                 accesses = memory_usage.accesses + 1, \
-                 last_accessed_at = GREATEST(memory_usage.last_accessed_at, excluded.last_accessed_at)",
-            )
-            .bind(tenant.as_str())
-            .bind(id.to_string())
-            .bind(subject.as_str())
-            .bind(at)
-            .execute(&mut *tx)
-            .await
-            .map_err(failed)?;
+        let counted = super::count_each(ids);
+        if counted.is_empty() {
+            return Ok(());
         }
+        let (ids, accesses): (Vec<String>, Vec<i64>) = counted
+            .into_iter()
+            .map(|(id, count)| (id.to_string(), count))
+            .unzip();
+        let mut tx = self.pool.begin(tenant).await.map_err(pg)?;
+        // One statement for the whole signal, each memory once with its count.
+        sqlx::query(
+            "INSERT INTO memory_usage (tenant_id, memory_id, subject_id, accesses, last_accessed_at) \
+             SELECT $1, id, $3, n, $4 FROM UNNEST($2::text[], $5::bigint[]) AS hit(id, n) \
+             ON CONFLICT (tenant_id, memory_id) DO UPDATE SET \
+             accesses = memory_usage.accesses + excluded.accesses, \
+             last_accessed_at = GREATEST(memory_usage.last_accessed_at, excluded.last_accessed_at)",
+        )
+        .bind(tenant.as_str())
+        .bind(&ids)
+        .bind(subject.as_str())
+        .bind(at)
+        .bind(&accesses)
+        .execute(&mut *tx)
+        .await
+        .map_err(failed)?;
         tx.commit().await.map_err(failed)
     }
 
