@@ -457,36 +457,44 @@ async fn upsert_all_in(
     let mut written: std::collections::HashMap<String, (&Memory, &sealed::SealedRow)> =
         std::collections::HashMap::new();
     for part in rows.chunks(ROWS_PER_UPSERT) {
+        let ids: Vec<String> = part
+            .iter()
+            .map(|(memory, _)| memory.id.to_string())
+            .collect();
         let mut builder = sqlx::QueryBuilder::new(
             "INSERT INTO memories (tenant_id, memory_id, subject_id, kind, content, tags, \
              confidence, importance, state, version, provenance, session_id, agent_id, \
              reinforcements, superseded_by, created_at, updated_at, relations, sealed) ",
         );
-        builder.push_values(part, |mut values, (memory, sealed)| {
-            let provenance =
-                serde_json::to_string(&memory.provenance).expect("provenance serializes");
-            let relations = serde_json::to_string(&memory.relations).expect("relations serialize");
-            values
-                .push_bind(tenant.as_str())
-                .push_bind(memory.id.to_string())
-                .push_bind(memory.subject.as_str())
-                .push_bind(memory.kind.as_str())
-                .push("''")
-                .push("'[]'")
-                .push_bind(f64::from(memory.confidence))
-                .push_bind(f64::from(memory.importance))
-                .push_bind(memory.state.as_str())
-                .push_bind(memory.version as i64)
-                .push_bind(provenance)
-                .push("NULL")
-                .push_bind(memory.agent.as_ref().map(|agent| agent.as_str().to_owned()))
-                .push_bind(i64::from(memory.reinforcements))
-                .push_bind(memory.superseded_by.map(|id| id.to_string()))
-                .push_bind(memory.created_at.timestamp_micros())
-                .push_bind(memory.updated_at.timestamp_micros())
-                .push_bind(relations)
-                .push_bind(sealed.sealed.as_str());
-        });
+        builder.push_values(
+            part.iter().zip(&ids),
+            |mut values, ((memory, sealed), id)| {
+                let provenance =
+                    serde_json::to_string(&memory.provenance).expect("provenance serializes");
+                let relations =
+                    serde_json::to_string(&memory.relations).expect("relations serialize");
+                values
+                    .push_bind(tenant.as_str())
+                    .push_bind(id.as_str())
+                    .push_bind(memory.subject.as_str())
+                    .push_bind(memory.kind.as_str())
+                    .push("''")
+                    .push("'[]'")
+                    .push_bind(f64::from(memory.confidence))
+                    .push_bind(f64::from(memory.importance))
+                    .push_bind(memory.state.as_str())
+                    .push_bind(memory.version as i64)
+                    .push_bind(provenance)
+                    .push("NULL")
+                    .push_bind(memory.agent.as_ref().map(|agent| agent.as_str().to_owned()))
+                    .push_bind(i64::from(memory.reinforcements))
+                    .push_bind(memory.superseded_by.map(|id| id.to_string()))
+                    .push_bind(memory.created_at.timestamp_micros())
+                    .push_bind(memory.updated_at.timestamp_micros())
+                    .push_bind(relations)
+                    .push_bind(sealed.sealed.as_str());
+            },
+        );
         builder.push(
             " ON CONFLICT (tenant_id, memory_id) DO UPDATE SET kind = excluded.kind, \
              content = excluded.content, tags = excluded.tags, confidence = excluded.confidence, \
@@ -503,8 +511,9 @@ async fn upsert_all_in(
             let version: i64 = returned.try_get("version").map_err(backend)?;
             let row = part
                 .iter()
-                .find(|(memory, _)| memory.version as i64 == version && memory.id.to_string() == id)
-                .copied()
+                .zip(&ids)
+                .find(|((memory, _), written)| memory.version as i64 == version && **written == id)
+                .map(|(row, _)| *row)
                 .ok_or_else(|| {
                     ReadModelError::Corrupt(format!("upsert returned {id} v{version}, not written"))
                 })?;
