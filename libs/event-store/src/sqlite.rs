@@ -526,25 +526,70 @@ async fn append_all(
         }
     }
 
+    // Every stream's new events in the same multi-row inserts, unless an
+    // event id comes twice in the call: then a later stream must see the
+    // position an earlier one's insert gave it, so each stream is inserted
+    // in turn.
+    let mut seen = std::collections::HashSet::with_capacity(ids.len());
+    let repeats = !ids.iter().all(|id| seen.insert(id.as_str()));
     let mut results = Vec::with_capacity(appends.len());
+    if repeats {
+        for append in appends {
+            let plan = plan_stream(tenant, append, &found, &mut versions)?;
+            let positions = insert_events(tx, tenant, &plan.rows(), now).await?;
+            results.push(plan.finish(tenant, &positions, &mut found)?);
+        }
+        return Ok(results);
+    }
+    let mut plans = Vec::with_capacity(appends.len());
     for append in appends {
-        results.push(append_one_stream(tx, tenant, append, now, &mut found, &mut versions).await?);
+        plans.push(plan_stream(tenant, append, &found, &mut versions)?);
+    }
+    let rows: Vec<NewRow<'_>> = plans.iter().flat_map(StreamPlan::rows).collect();
+    let positions = insert_events(tx, tenant, &rows, now).await?;
+    for plan in plans {
+        results.push(plan.finish(tenant, &positions, &mut found)?);
     }
     Ok(results)
 }
 
-/// One stream's part of [`append_all`]: `found` and `versions` are what
-/// the log holds so far in the transaction, and this updates them.
-async fn append_one_stream(
-    tx: &mut sqlx::SqliteConnection,
+/// An event to insert, with the version it gets.
+struct NewRow<'a> {
+    stream_id: &'a str,
+    event: &'a NewEvent,
+    version: u64,
+    /// What the append expected and the stream's version before it: the
+    /// conflict reported if the insert finds the version taken.
+    expected: ExpectedVersion,
+    current: u64,
+}
+
+/// One stream's part of [`append_all`] before its insert: what the log
+/// already holds of its events, and the versions the others get.
+struct StreamPlan<'a> {
+    append: &'a StreamAppend,
+    /// Per event: its (position, version) when the log holds it already.
+    existing: Vec<Option<(i64, u64)>>,
+    /// The events to insert, with their versions, in order.
+    new: Vec<(&'a NewEvent, u64)>,
+    /// A replay the log holds whole: the result, with nothing to insert.
+    replayed: Option<AppendResult>,
+    /// The stream's version before the append, and once its events are in.
+    current: u64,
+    version: u64,
+}
+
+/// Checks one stream's append against `found` and `versions` (what the log
+/// holds so far in the transaction) and gives its new events their
+/// versions; `versions` then counts them, so a later append to the same
+/// stream in the call follows them.
+fn plan_stream<'a>(
     tenant: &TenantId,
-    append: &StreamAppend,
-    now: i64,
-    found: &mut std::collections::HashMap<String, FoundRow>,
+    append: &'a StreamAppend,
+    found: &std::collections::HashMap<String, FoundRow>,
     versions: &mut std::collections::HashMap<String, u64>,
-) -> Result<AppendResult, EventStoreError> {
+) -> Result<StreamPlan<'a>, EventStoreError> {
     let stream_id = append.stream_id.as_str();
-    let expected = append.expected;
     let events = &append.events;
     let mut existing = Vec::with_capacity(events.len());
     for event in events {
@@ -559,43 +604,120 @@ async fn append_one_stream(
         });
     }
     let current = versions.get(stream_id).copied().unwrap_or(0);
-
-    if let Some(result) = crate::check_stream(stream_id, expected, events, &existing, current)? {
-        return Ok(result);
-    }
-    let conflict = || EventStoreError::Conflict {
-        stream_id: stream_id.to_owned(),
-        expected,
-        actual: current,
-    };
-
+    let replayed = crate::check_stream(stream_id, append.expected, events, &existing, current)?;
     // Versions in the order of the events; duplicates keep theirs.
     let mut version = current;
     let mut new = Vec::with_capacity(events.len());
-    for (event, found) in events.iter().zip(&existing) {
-        if found.is_none() {
-            version += 1;
-            new.push((event, version));
+    if replayed.is_none() {
+        for (event, found) in events.iter().zip(&existing) {
+            if found.is_none() {
+                version += 1;
+                new.push((event, version));
+            }
         }
+        versions.insert(stream_id.to_owned(), version);
     }
-    let mut positions: std::collections::HashMap<String, i64> =
-        std::collections::HashMap::with_capacity(new.len());
-    for chunk in new.chunks(ROWS_PER_INSERT) {
-        let rows = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ");
+    Ok(StreamPlan {
+        append,
+        existing,
+        new,
+        replayed,
+        current,
+        version,
+    })
+}
+
+impl<'a> StreamPlan<'a> {
+    fn rows(&self) -> Vec<NewRow<'a>> {
+        self.new
+            .iter()
+            .map(|(event, version)| NewRow {
+                stream_id: self.append.stream_id.as_str(),
+                event,
+                version: *version,
+                expected: self.append.expected,
+                current: self.current,
+            })
+            .collect()
+    }
+
+    /// The stream's result, its new events at the `positions` their
+    /// insert returned; `found` learns them.
+    fn finish(
+        self,
+        tenant: &TenantId,
+        positions: &std::collections::HashMap<String, i64>,
+        found: &mut std::collections::HashMap<String, FoundRow>,
+    ) -> Result<AppendResult, EventStoreError> {
+        if let Some(result) = self.replayed {
+            return Ok(result);
+        }
+        let stream_id = self.append.stream_id.as_str();
+        let mut appended = Vec::with_capacity(self.existing.len());
+        let mut new = self.new.into_iter();
+        for (event, was) in self.append.events.iter().zip(&self.existing) {
+            let id = event.event_id.to_string();
+            let (global_position, stream_version, duplicate) = match was {
+                Some((position, version)) => (*position, *version, true),
+                None => {
+                    let (_, version) = new.next().expect("one new version per new event");
+                    let position = *positions.get(&id).ok_or_else(|| {
+                        EventStoreError::Corrupt("an inserted event returned no position".into())
+                    })?;
+                    found.insert(
+                        id,
+                        (
+                            tenant.as_str().to_owned(),
+                            stream_id.to_owned(),
+                            position,
+                            version,
+                        ),
+                    );
+                    (position, version, false)
+                }
+            };
+            appended.push(AppendedEvent {
+                event_id: event.event_id,
+                global_position,
+                stream_version,
+                duplicate,
+            });
+        }
+        Ok(AppendResult {
+            events: appended,
+            stream_version: self.version,
+        })
+    }
+}
+
+/// Inserts `rows` in order, [`ROWS_PER_INSERT`] a statement, and returns
+/// each one's position by event id. A unique violation (a version another
+/// writer took, which the write lock rules out) is reported as the
+/// conflict of the statement's first stream.
+async fn insert_events(
+    tx: &mut sqlx::SqliteConnection,
+    tenant: &TenantId,
+    rows: &[NewRow<'_>],
+    now: i64,
+) -> Result<std::collections::HashMap<String, i64>, EventStoreError> {
+    let mut positions = std::collections::HashMap::with_capacity(rows.len());
+    for chunk in rows.chunks(ROWS_PER_INSERT) {
+        let values = vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ");
         let sql = format!(
             "INSERT INTO events (event_id, tenant_id, stream_id, stream_version, subject_id, \
              event_type, schema_version, actor, payload, metadata, recorded_at) \
-             VALUES {rows} RETURNING event_id, global_position"
+             VALUES {values} RETURNING event_id, global_position"
         );
         let mut query = sqlx::query(&sql);
-        for (event, version) in chunk {
+        for row in chunk {
+            let event = row.event;
             let metadata = serde_json::to_string(&event.metadata)
                 .map_err(|e| EventStoreError::Corrupt(e.to_string()))?;
             query = query
                 .bind(event.event_id.to_string())
                 .bind(tenant.as_str())
-                .bind(stream_id)
-                .bind(*version as i64)
+                .bind(row.stream_id)
+                .bind(row.version as i64)
                 .bind(event.subject.as_ref().map(SubjectId::as_str))
                 .bind(&event.event_type)
                 .bind(i64::from(event.schema_version))
@@ -608,47 +730,18 @@ async fn append_one_stream(
             .fetch_all(&mut *tx)
             .await
             .map_err(|error| match &error {
-                sqlx::Error::Database(db) if db.is_unique_violation() => conflict(),
+                sqlx::Error::Database(db) if db.is_unique_violation() => {
+                    EventStoreError::Conflict {
+                        stream_id: chunk[0].stream_id.to_owned(),
+                        expected: chunk[0].expected,
+                        actual: chunk[0].current,
+                    }
+                }
                 _ => backend(error),
             })?;
         for row in inserted {
             positions.insert(row.get("event_id"), row.get("global_position"));
         }
     }
-
-    let mut appended = Vec::with_capacity(events.len());
-    let mut new = new.into_iter().peekable();
-    for (event, was) in events.iter().zip(&existing) {
-        let id = event.event_id.to_string();
-        let (global_position, stream_version, duplicate) = match was {
-            Some((position, version)) => (*position, *version, true),
-            None => {
-                let (_, version) = new.next().expect("one new version per new event");
-                let position = *positions.get(&id).ok_or_else(|| {
-                    EventStoreError::Corrupt("an inserted event returned no position".into())
-                })?;
-                found.insert(
-                    id,
-                    (
-                        tenant.as_str().to_owned(),
-                        stream_id.to_owned(),
-                        position,
-                        version,
-                    ),
-                );
-                (position, version, false)
-            }
-        };
-        appended.push(AppendedEvent {
-            event_id: event.event_id,
-            global_position,
-            stream_version,
-            duplicate,
-        });
-    }
-    versions.insert(stream_id.to_owned(), version);
-    Ok(AppendResult {
-        events: appended,
-        stream_version: version,
-    })
+    Ok(positions)
 }

@@ -1005,6 +1005,54 @@ where
         1_105
     );
 
+    // One call of 300 streams (a consolidation group's new memories),
+    // more rows than one statement holds where an adapter batches them
+    // across streams; one stream comes again past that boundary.
+    let mut group: Vec<StreamAppend> = (0..300)
+        .map(|n| StreamAppend {
+            stream_id: format!("memory-g{n}"),
+            expected: ExpectedVersion::NoStream,
+            events: vec![event("MemoryCreated", None, "a")],
+        })
+        .collect();
+    group.insert(
+        250,
+        StreamAppend {
+            stream_id: "memory-g3".into(),
+            expected: ExpectedVersion::Exact(1),
+            events: vec![event("MemoryReinforced", None, "a")],
+        },
+    );
+    let results = store.append_streams(&t, group.clone()).await.unwrap();
+    assert_eq!(results.len(), 301);
+    let positions: Vec<i64> = results
+        .iter()
+        .flat_map(|r| &r.events)
+        .map(|e| e.global_position)
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "call order");
+    assert_eq!(results[250].stream_version, 2);
+    assert!(results
+        .iter()
+        .enumerate()
+        .all(|(i, r)| i == 250 || r.stream_version == 1));
+    let g3: Vec<EventId> = store
+        .read_stream(&t, "memory-g3")
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.event_id)
+        .collect();
+    assert_eq!(
+        g3,
+        [group[3].events[0].event_id, group[250].events[0].event_id]
+    );
+    let last = store.read_stream(&t, "memory-g299").await.unwrap();
+    assert_eq!(last.len(), 1);
+    assert_eq!(last[0].global_position, *positions.last().unwrap());
+    let again = store.append_streams(&t, group).await.unwrap();
+    assert!(again.iter().flat_map(|r| &r.events).all(|e| e.duplicate));
+
     // One call, two appends to one stream, the second repeating the first.
     let repeated = event("MemoryCreated", None, "a");
     let later = event("MemoryReinforced", None, "a");
