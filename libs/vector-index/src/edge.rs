@@ -1209,7 +1209,7 @@ mod tests {
 
     use super::*;
     use crate::testsuite::{point, subject, tenant, vector};
-    use crate::SearchFilter;
+    use crate::{PointType, SearchFilter};
 
     #[test]
     fn chinese_text_is_segmented_into_words() {
@@ -1220,6 +1220,77 @@ mod tests {
         let query = index.inner.bm25.embed_query("绿茶");
         assert_eq!(query.indices.len(), 1);
         assert!(document.indices.contains(&query.indices[0]));
+    }
+
+    /// A point written before episodes carries no `type`: a memories-only
+    /// search still finds it, beside the memories, and never an episode,
+    /// in every mode; asking for episodes does not return it.
+    #[tokio::test]
+    async fn a_point_without_a_type_is_a_memory_to_search() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = EdgeVectorIndex::open(dir.path(), 8).unwrap();
+        let (t, s) = (tenant("t1"), subject("s1"));
+        let dense = vector(8, &[(0, 1.0)]);
+        let legacy = point(&t, &s, "green tea", dense.clone());
+        let memory = point(&t, &s, "green tea", dense.clone());
+        let mut episode = point(&t, &s, "green tea", dense.clone());
+        episode.payload.point_type = PointType::Episode;
+        index
+            .upsert(&t, vec![legacy.clone(), memory.clone(), episode.clone()])
+            .await
+            .unwrap();
+        let key: JsonPath = payload::fields::TYPE.parse().unwrap();
+        index
+            .inner
+            .shard()
+            .update(UpdateOperation::PayloadOperation(
+                PayloadOps::DeletePayload(qdrant_edge::DeletePayloadOp {
+                    keys: vec![key],
+                    points: Some(vec![point_id(&legacy.id)]),
+                    filter: None,
+                }),
+            ))
+            .unwrap();
+
+        for request in [
+            crate::testsuite::semantic(dense.clone()),
+            crate::testsuite::keyword("green tea"),
+            crate::testsuite::hybrid(dense.clone(), "green tea"),
+        ] {
+            let request = SearchRequest {
+                filter: SearchFilter {
+                    subject: Some(s.clone()),
+                    ..SearchFilter::default()
+                },
+                ..request
+            };
+            let mut found: Vec<MemoryId> = index
+                .search(&t, &request)
+                .await
+                .unwrap()
+                .iter()
+                .map(|hit| hit.id)
+                .collect();
+            found.sort();
+            let mut memories = vec![legacy.id, memory.id];
+            memories.sort();
+            assert_eq!(found, memories, "{:?}", request.mode);
+        }
+        let episodes = SearchRequest {
+            filter: SearchFilter {
+                types: vec![PointType::Episode],
+                ..SearchFilter::default()
+            },
+            ..crate::testsuite::semantic(dense)
+        };
+        let found: Vec<MemoryId> = index
+            .search(&t, &episodes)
+            .await
+            .unwrap()
+            .iter()
+            .map(|hit| hit.id)
+            .collect();
+        assert_eq!(found, [episode.id]);
     }
 
     /// The in-crate fusion must give the engine's own RRF scores.

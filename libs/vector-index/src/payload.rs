@@ -171,16 +171,20 @@ pub fn subject_filter(tenant: &TenantId, subject: &SubjectId) -> Value {
 /// a restriction to `ids` (the final fetch of a fused search).
 pub fn search_filter(tenant: &TenantId, filter: &SearchFilter, ids: Option<&[MemoryId]>) -> Value {
     let mut must = vec![tenant_condition(tenant)];
-    let mut must_not = Vec::new();
     if let Some(subject) = &filter.subject {
         must.push(json!({"key": fields::SUBJECT, "match": {"value": subject.as_str()}}));
     }
     let wants = |t| filter.types.is_empty() && t == PointType::Memory || filter.types.contains(&t);
     match (wants(PointType::Memory), wants(PointType::Episode)) {
         (true, true) => {}
-        // Not `type = memory`: points from before episodes carry no type.
-        (true, false) => must_not
-            .push(json!({"key": fields::TYPE, "match": {"value": PointType::Episode.as_str()}})),
+        // Memories, or points from before episodes (no type at all), as
+        // conditions the engine can iterate through its type index: a
+        // `must_not type = episode` could not lead the query, so a
+        // memories-only search of a subject checked all its episodes.
+        (true, false) => must.push(json!({"should": [
+            {"key": fields::TYPE, "match": {"value": PointType::Memory.as_str()}},
+            {"is_empty": {"key": fields::TYPE}},
+        ]})),
         (false, _) => {
             must.push(json!({"key": fields::TYPE, "match": {"value": PointType::Episode.as_str()}}))
         }
@@ -223,11 +227,7 @@ pub fn search_filter(tenant: &TenantId, filter: &SearchFilter, ids: Option<&[Mem
     if let Some(ids) = ids {
         must.push(has_id(ids));
     }
-    if must_not.is_empty() {
-        json!({ "must": must })
-    } else {
-        json!({ "must": must, "must_not": must_not })
-    }
+    json!({ "must": must })
 }
 
 #[cfg(test)]
@@ -272,10 +272,14 @@ mod tests {
     fn a_filter_keeps_episodes_out_unless_asked() {
         let tenant = TenantId::parse("t9").unwrap();
         let only_memories = search_filter(&tenant, &SearchFilter::default(), None);
-        assert_eq!(
-            only_memories["must_not"],
-            json!([{"key": "type", "match": {"value": "episode"}}])
-        );
+        assert!(only_memories.get("must_not").is_none());
+        assert!(only_memories["must"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"should": [
+                {"key": "type", "match": {"value": "memory"}},
+                {"is_empty": {"key": "type"}},
+            ]})));
         let both = SearchFilter {
             types: vec![PointType::Memory, PointType::Episode],
             ..SearchFilter::default()
@@ -308,7 +312,13 @@ mod tests {
         let tenant = TenantId::parse("t9").unwrap();
         let filter = search_filter(&tenant, &SearchFilter::default(), None);
         assert_eq!(filter["must"][0], tenant_condition(&tenant));
-        assert_eq!(filter["must"][1]["match"]["any"], json!(["active"]));
+        let state = filter["must"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["key"] == fields::STATE)
+            .unwrap();
+        assert_eq!(state["match"]["any"], json!(["active"]));
         assert_eq!(
             tenant_filter(&tenant, None)["must"][0],
             tenant_condition(&tenant)

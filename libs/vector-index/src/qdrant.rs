@@ -42,12 +42,12 @@ use qdrant_client::qdrant::{
     vectors_config::Config as VectorsConfigKind, with_payload_selector, with_vectors_selector,
     Condition, CountPoints, CreateCollection, CreateFieldIndexCollection, DeletePoints,
     DenseVector, Distance, FieldCondition, FieldType, Filter, FloatIndexParams, GetPoints,
-    HasIdCondition, IntegerIndexParams, KeywordIndexParams, Match, Modifier, NamedVectors,
-    PayloadIndexParams, PointId, PointStruct, PointsSelector, Query, QueryBatchPoints, QueryPoints,
-    Range, RepeatedStrings, ScoredPoint, ScrollPoints, SetPayloadPoints, SparseVector,
-    SparseVectorConfig, SparseVectorParams, UpsertPoints, Value as QdrantValue, Vector,
-    VectorInput, VectorParams, VectorParamsMap, VectorsConfig, VectorsOutput, VectorsSelector,
-    WithPayloadSelector, WithVectorsSelector,
+    HasIdCondition, IntegerIndexParams, IsEmptyCondition, KeywordIndexParams, Match, Modifier,
+    NamedVectors, PayloadIndexParams, PointId, PointStruct, PointsSelector, Query,
+    QueryBatchPoints, QueryPoints, Range, RepeatedStrings, ScoredPoint, ScrollPoints,
+    SetPayloadPoints, SparseVector, SparseVectorConfig, SparseVectorParams, UpsertPoints,
+    Value as QdrantValue, Vector, VectorInput, VectorParams, VectorParamsMap, VectorsConfig,
+    VectorsOutput, VectorsSelector, WithPayloadSelector, WithVectorsSelector,
 };
 use qdrant_client::{Payload, Qdrant, QdrantError};
 use qdrant_edge::bm25_embed::EdgeBm25;
@@ -531,6 +531,26 @@ fn unsupported(what: &str, json: &Value) -> VectorIndexError {
 }
 
 fn grpc_condition(json: &Value) -> Result<Condition, VectorIndexError> {
+    if json.get("key").is_none()
+        && ["must", "should", "must_not"]
+            .iter()
+            .any(|clause| json.get(clause).is_some())
+    {
+        return Ok(Condition {
+            condition_one_of: Some(ConditionOneOf::Filter(grpc_filter(json)?)),
+        });
+    }
+    if let Some(field) = json.get("is_empty") {
+        let key = field
+            .get("key")
+            .and_then(Value::as_str)
+            .ok_or_else(|| unsupported("is_empty", json))?;
+        return Ok(Condition {
+            condition_one_of: Some(ConditionOneOf::IsEmpty(IsEmptyCondition {
+                key: key.to_owned(),
+            })),
+        });
+    }
     if let Some(ids) = json.get("has_id") {
         let ids = ids
             .as_array()
@@ -1323,13 +1343,28 @@ mod tests {
                 "type"
             ]
         );
-        // Memories only (the default) is a `must_not`: points from before
-        // episodes carry no type.
+        // Memories only (the default): type memory, or no type at all
+        // (points from before episodes), as one nested `should`.
         let memories =
             grpc_filter(&payload::search_filter(&t, &SearchFilter::default(), None)).unwrap();
+        assert!(memories.must_not.is_empty());
+        let nested = memories
+            .must
+            .iter()
+            .find_map(|c| match &c.condition_one_of {
+                Some(ConditionOneOf::Filter(nested)) => Some(nested),
+                _ => None,
+            })
+            .expect("a nested filter");
         assert_eq!(
-            keyword_of(&memories.must_not[0]),
-            ("type", &MatchValue::Keyword("episode".into()))
+            keyword_of(&nested.should[0]),
+            ("type", &MatchValue::Keyword("memory".into()))
+        );
+        assert_eq!(
+            nested.should[1].condition_one_of,
+            Some(ConditionOneOf::IsEmpty(IsEmptyCondition {
+                key: "type".into()
+            }))
         );
     }
 
@@ -1535,10 +1570,10 @@ mod tests {
             assert_eq!(leg.with_payload, with_payload(false));
             let filter = leg.filter.as_ref().unwrap();
             tenant_first(filter, "t1");
-            assert!(filter
-                .must
-                .iter()
-                .any(|c| field(c).key == fields::IMPORTANCE));
+            assert!(filter.must.iter().any(|c| matches!(
+                &c.condition_one_of,
+                Some(ConditionOneOf::Field(f)) if f.key == fields::IMPORTANCE
+            )));
         }
         // The prefetch never returns fewer candidates than the page.
         let small = SearchRequest {

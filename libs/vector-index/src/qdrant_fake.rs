@@ -127,6 +127,8 @@ fn json_condition(condition: &grpc::Condition) -> Result<Value, Status> {
                 Err(Status::unimplemented("field condition"))
             }
         }
+        Some(ConditionOneOf::Filter(nested)) => json_filter(nested),
+        Some(ConditionOneOf::IsEmpty(field)) => Ok(json!({"is_empty": {"key": field.key}})),
         other => Err(Status::unimplemented(format!("condition {other:?}"))),
     }
 }
