@@ -1264,17 +1264,14 @@ mod tests {
                 },
                 ..request
             };
-            let mut found: Vec<MemoryId> = index
-                .search(&t, &request)
-                .await
-                .unwrap()
-                .iter()
-                .map(|hit| hit.id)
-                .collect();
-            found.sort();
             let mut memories = vec![legacy.id, memory.id];
             memories.sort();
-            assert_eq!(found, memories, "{:?}", request.mode);
+            assert_eq!(
+                hit_ids(&index, &request).await,
+                memories,
+                "{:?}",
+                request.mode
+            );
         }
         let episodes = SearchRequest {
             filter: SearchFilter {
@@ -1283,14 +1280,15 @@ mod tests {
             },
             ..crate::testsuite::semantic(dense)
         };
-        let found: Vec<MemoryId> = index
-            .search(&t, &episodes)
-            .await
-            .unwrap()
-            .iter()
-            .map(|hit| hit.id)
-            .collect();
-        assert_eq!(found, [episode.id]);
+        assert_eq!(hit_ids(&index, &episodes).await, [episode.id]);
+    }
+
+    /// The ids a search of tenant t1 finds, sorted.
+    async fn hit_ids(index: &EdgeVectorIndex, request: &SearchRequest) -> Vec<MemoryId> {
+        let hits = index.search(&tenant("t1"), request).await.unwrap();
+        let mut ids: Vec<MemoryId> = hits.iter().map(|hit| hit.id).collect();
+        ids.sort();
+        ids
     }
 
     /// The in-crate fusion must give the engine's own RRF scores.
