@@ -86,16 +86,16 @@ impl UsageStore for SqliteUsageStore {
         ids: &[MemoryId],
         at: DateTime<Utc>,
     ) -> Result<(), UsageError> {
+        let counted = count_each(ids);
+        if counted.is_empty() {
+            return Ok(());
+        }
         // One statement for the whole signal: a write per hit took the
         // write lock's time for as many round trips.
         let mut builder = sqlx::QueryBuilder::new(
             "INSERT INTO memory_usage (tenant_id, memory_id, subject_id, accesses, \
              last_accessed_at) ",
         );
-        let counted = count_each(ids);
-        if counted.is_empty() {
-            return Ok(());
-        }
         for part in counted.chunks(ROWS_PER_INSERT) {
             builder.reset();
             builder.push_values(part, |mut row, (id, accesses)| {
