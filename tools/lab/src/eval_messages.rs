@@ -231,13 +231,20 @@ async fn consolidated_messages(api: &Api, subject: &str) -> anyhow::Result<u64> 
 /// Asks for consolidation and waits until every posted message is
 /// accounted for, the memory events are relayed and projected (`/readyz`:
 /// no relay lag, no memory-projection lag) and the memory list has
-/// stopped growing. Returns the memories listed. (The list's settling
-/// alone is not enough: memories reach the list through the relay and the
-/// projection, a while after their batches are counted, and a list read
-/// before they do is short;
-/// runs before this check undercounted by up to half a conversation's
-/// memories, and timed "consolidated" before they were searchable.)
-async fn consolidate(api: &Api, subject: &str, posted: u64) -> anyhow::Result<usize> {
+/// stopped growing. Returns the memories listed, and when (seconds after
+/// `since`) the messages were accounted for and projected: before the
+/// settling wait, and apart from the episodes' wait it runs beside. (The
+/// list's settling alone is not enough: memories reach the list through
+/// the relay and the projection, a while after their batches are counted,
+/// and a list read before they do is short; runs before this check
+/// undercounted by up to half a conversation's memories, and timed
+/// "consolidated" before they were searchable.)
+async fn consolidate(
+    api: &Api,
+    subject: &str,
+    posted: u64,
+    since: Instant,
+) -> anyhow::Result<(usize, f64)> {
     api.post(
         &format!("/v1/subjects/{subject}/consolidate"),
         &json!({}),
@@ -258,6 +265,7 @@ async fn consolidate(api: &Api, subject: &str, posted: u64) -> anyhow::Result<us
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let consolidated = since.elapsed().as_secs_f64();
     let mut listed = api.list_memories(subject, false).await?.len();
     let mut stable_since = Instant::now();
     while stable_since.elapsed() < Duration::from_millis(600) {
@@ -268,7 +276,7 @@ async fn consolidate(api: &Api, subject: &str, posted: u64) -> anyhow::Result<us
             stable_since = Instant::now();
         }
     }
-    Ok(listed)
+    Ok((listed, consolidated))
 }
 
 async fn ingest(
@@ -299,17 +307,19 @@ async fn ingest(
         .collect::<Vec<_>>()
         .join("\n");
     let last_text = &last_text;
-    let consolidation = consolidate(api, &subject, conversation.turns.len() as u64);
+    // Each wait reads its own time: joined, they end together.
+    let consolidation = consolidate(api, &subject, conversation.turns.len() as u64, started);
     let episodes = async {
         wait_for_episodes(api, &subject, last_text, &last_event).await?;
         anyhow::Ok(started.elapsed().as_secs_f64())
     };
-    let (memories, episodes_searchable) = tokio::try_join!(consolidation, episodes)?;
+    let ((memories, consolidated), episodes_searchable) =
+        tokio::try_join!(consolidation, episodes)?;
     Ok(Ingested {
         subject,
         dia_of,
         episodes_searchable,
-        consolidated: started.elapsed().as_secs_f64(),
+        consolidated,
         memories,
     })
 }
