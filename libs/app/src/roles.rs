@@ -72,6 +72,11 @@ impl Roles {
     }
 }
 
+/// How often the episode projection flushes the vector index (and commits
+/// its offsets) while it is behind: a crash redelivers at most this much,
+/// and the redelivered messages are written again, unchanged.
+pub const EPISODE_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A consumer group a role runs, and the topics it reads: one list, so
 /// what is spawned and what `/readyz` reports the lag of cannot differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,7 +110,13 @@ impl Group {
     };
 
     pub fn options(&self) -> ConsumerOptions {
-        ConsumerOptions::new(self.name, self.topics)
+        let mut options = ConsumerOptions::new(self.name, self.topics);
+        if *self == Group::EPISODE_PROJECTION {
+            // Its points are searchable once written; the flush only makes
+            // them durable, and costs a rewrite of the index's segments.
+            options.flush_interval = Some(EPISODE_FLUSH_INTERVAL);
+        }
+        options
     }
 }
 

@@ -462,3 +462,57 @@ async fn the_consumer_commits_a_run_only_after_its_handler_flushed_it() {
     // The waiting records were one run: one flush, not one per record.
     assert_eq!(handler.flushes.load(Ordering::SeqCst), 1);
 }
+
+/// Publishes 40 messages, runs a consumer over them in runs of 10 and
+/// returns its handler once everything is committed.
+async fn consume_forty_in_runs_of_ten(flush_interval: Option<Duration>) -> Arc<Buffering> {
+    let db = db().await;
+    let (store, bus) = store_and_bus(&db).await;
+    let s = subject("s1");
+    let events: Vec<_> = (0..40)
+        .map(|_| event("MessageReceived", Some(&s), "a"))
+        .collect();
+    let ids: Vec<EventId> = events.iter().map(|e| e.event_id).collect();
+    store
+        .append(&tenant("t1"), "c", ExpectedVersion::Any, events)
+        .await
+        .unwrap();
+    Relay::new(
+        store.clone(),
+        bus.clone(),
+        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
+    )
+    .run_once()
+    .await
+    .unwrap();
+
+    let handler = Arc::new(Buffering::default());
+    let mut options = ConsumerOptions::new("g-interval", &[topics::MESSAGES]);
+    options.poll_timeout = Duration::from_millis(50);
+    options.max_batch = 10;
+    options.flush_interval = flush_interval;
+    let task = tokio::spawn(run_consumer(bus.clone(), options, handler.clone()));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while bus.lag("g-interval", &[topics::MESSAGES]).await.unwrap() > 0 {
+        assert!(tokio::time::Instant::now() < deadline, "never committed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    let _ = task.await;
+    // Committed only what was flushed: everything, in order.
+    assert_eq!(*handler.durable.lock().unwrap(), ids);
+    handler
+}
+
+#[tokio::test]
+async fn a_group_behind_flushes_once_per_interval_and_at_once_when_caught_up() {
+    // Without an interval, each full run is flushed and committed.
+    let every_run = consume_forty_in_runs_of_ten(None).await;
+    assert_eq!(every_run.flushes.load(Ordering::SeqCst), 4);
+
+    // With one longer than the test, the four full runs wait, and the
+    // flush comes when the next poll finds nothing more: one flush, and
+    // the lag still reaches zero.
+    let deferred = consume_forty_in_runs_of_ten(Some(Duration::from_secs(3600))).await;
+    assert_eq!(deferred.flushes.load(Ordering::SeqCst), 1);
+}
