@@ -140,6 +140,16 @@ pub trait EventStore: Send + Sync + 'static {
         stream_id: &str,
     ) -> Result<Vec<RecordedEvent>, EventStoreError>;
 
+    /// The events of several streams of the tenant: each stream's in
+    /// version order, the streams in the order asked (one asked twice comes
+    /// once, one that does not exist adds nothing). A projection reads the
+    /// streams a run of records names with one call, not one per record.
+    async fn read_streams(
+        &self,
+        tenant: &TenantId,
+        stream_ids: &[String],
+    ) -> Result<Vec<RecordedEvent>, EventStoreError>;
+
     /// The events of a stream whose version is in `from..=to`, in version
     /// order: a message and its neighbours in a conversation, without
     /// reading the whole conversation (an episode's previous turn, a search
@@ -309,6 +319,28 @@ pub(crate) fn check_appends(appends: &[StreamAppend]) -> Result<(), EventStoreEr
 pub(crate) fn unique_in_order(ids: &[EventId]) -> Vec<EventId> {
     let mut seen = std::collections::HashSet::with_capacity(ids.len());
     ids.iter().copied().filter(|id| seen.insert(*id)).collect()
+}
+
+/// `events` (of these streams, in any order of streams) grouped by stream
+/// in the order of `wanted` (unique), each stream's in version order.
+pub(crate) fn in_stream_order(wanted: &[String], events: Vec<RecordedEvent>) -> Vec<RecordedEvent> {
+    let mut by_stream: std::collections::HashMap<String, Vec<RecordedEvent>> =
+        std::collections::HashMap::with_capacity(wanted.len());
+    for event in events {
+        by_stream
+            .entry(event.stream_id.clone())
+            .or_default()
+            .push(event);
+    }
+    let mut ordered = Vec::new();
+    // A stream asked twice was removed at its first mention.
+    for stream in wanted {
+        if let Some(mut events) = by_stream.remove(stream) {
+            events.sort_by_key(|e| e.stream_version);
+            ordered.extend(events);
+        }
+    }
+    ordered
 }
 
 /// `events` (found by id, in any order) in the order of `wanted`.

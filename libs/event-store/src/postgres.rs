@@ -431,6 +431,27 @@ impl EventStore for PostgresEventStore {
         Self::decode_rows(rows)
     }
 
+    async fn read_streams(
+        &self,
+        tenant: &TenantId,
+        stream_ids: &[String],
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        if stream_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql =
+            format!("SELECT {COLUMNS} FROM events WHERE tenant_id = $1 AND stream_id = ANY($2)");
+        let rows = self
+            .tenant_rows(
+                tenant,
+                sqlx::query(&sql)
+                    .bind(tenant.as_str())
+                    .bind(stream_ids.to_vec()),
+            )
+            .await?;
+        Ok(crate::in_stream_order(stream_ids, Self::decode_rows(rows)?))
+    }
+
     async fn read_stream_range(
         &self,
         tenant: &TenantId,

@@ -192,6 +192,16 @@ impl SealedLog {
         self.decode_all(events).await
     }
 
+    /// Several streams, decoded (see [`EventStore::read_streams`]).
+    pub async fn read_streams(
+        &self,
+        tenant: &TenantId,
+        stream_ids: &[String],
+    ) -> Result<Vec<Decoded>, LogError> {
+        let events = self.store.read_streams(tenant, stream_ids).await?;
+        self.decode_all(events).await
+    }
+
     pub async fn read_stream_range(
         &self,
         tenant: &TenantId,

@@ -781,6 +781,97 @@ where
     assert_eq!(got[0].stream_version, 1_200);
 }
 
+pub async fn reads_several_streams_in_the_order_asked<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    // What a projection does with the memory streams a run names: one
+    // call, each stream as `read_stream` returns it.
+    let store = open().await;
+    let (a, b) = (tenant("t-streams-a"), tenant("t-streams-b"));
+    let s = subject("s-streams");
+    for (stream, count) in [("memory-1", 3), ("memory-2", 1), ("memory-3", 2)] {
+        // Appended one at a time, so the streams' events interleave in the log.
+        for _ in 0..count {
+            store
+                .append(
+                    &a,
+                    stream,
+                    ExpectedVersion::Any,
+                    vec![event("MemoryCreated", Some(&s), "a")],
+                )
+                .await
+                .unwrap();
+        }
+    }
+    store
+        .append(
+            &b,
+            "memory-2",
+            ExpectedVersion::Any,
+            vec![event("MemoryCreated", Some(&s), "b")],
+        )
+        .await
+        .unwrap();
+
+    let asked: Vec<String> = [
+        "memory-3",
+        "memory-absent",
+        "memory-1",
+        "memory-3",
+        "memory-2",
+    ]
+    .map(String::from)
+    .to_vec();
+    let got = store.read_streams(&a, &asked).await.unwrap();
+    let mut expected = Vec::new();
+    for stream in ["memory-3", "memory-1", "memory-2"] {
+        expected.extend(store.read_stream(&a, stream).await.unwrap());
+    }
+    assert_eq!(got, expected);
+    assert_eq!(
+        got.iter()
+            .map(|e| (e.stream_id.as_str(), e.stream_version))
+            .collect::<Vec<_>>(),
+        [
+            ("memory-3", 1),
+            ("memory-3", 2),
+            ("memory-1", 1),
+            ("memory-1", 2),
+            ("memory-1", 3),
+            ("memory-2", 1),
+        ]
+    );
+    // Another tenant's stream of the same name is not read.
+    assert!(got.iter().all(|e| e.tenant == a));
+    assert!(store.read_streams(&a, &[]).await.unwrap().is_empty());
+
+    // More streams than one statement of a chunking adapter holds.
+    let many: Vec<String> = (0..1_200).map(|i| format!("memory-many-{i}")).collect();
+    store
+        .append_streams(
+            &a,
+            many.iter()
+                .map(|stream| {
+                    stream_append(
+                        stream,
+                        ExpectedVersion::Any,
+                        vec![event("MemoryCreated", Some(&s), "a")],
+                    )
+                })
+                .collect(),
+        )
+        .await
+        .unwrap();
+    let reversed: Vec<String> = many.iter().rev().cloned().collect();
+    let got = store.read_streams(&a, &reversed).await.unwrap();
+    assert_eq!(
+        got.iter().map(|e| e.stream_id.clone()).collect::<Vec<_>>(),
+        reversed
+    );
+}
+
 fn stream_append(
     stream_id: &str,
     expected: ExpectedVersion,
@@ -1123,6 +1214,7 @@ macro_rules! event_store_contract_tests {
             read_all_skips_nothing_while_writers_race,
             concurrent_retries_of_one_append_write_it_once,
             gets_events_by_id_in_the_order_asked,
+            reads_several_streams_in_the_order_asked,
             appends_to_several_streams_all_or_nothing,
             large_appends_keep_order_and_write_only_the_new,
         );

@@ -77,6 +77,13 @@ impl EventStore for FailingRecord {
     ) -> Result<Vec<RecordedEvent>, EventStoreError> {
         self.inner.read_stream(tenant, stream_id).await
     }
+    async fn read_streams(
+        &self,
+        tenant: &TenantId,
+        stream_ids: &[String],
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        self.inner.read_streams(tenant, stream_ids).await
+    }
     async fn read_stream_range(
         &self,
         tenant: &TenantId,
