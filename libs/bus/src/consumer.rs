@@ -36,6 +36,16 @@ pub trait EventHandler: Send + Sync + 'static {
     /// Must be idempotent on `event.event_id`: delivery is at least once.
     async fn handle(&self, event: &RecordedEvent) -> Result<(), HandlerError>;
 
+    /// Called with a run's events before they are handled one by one: a
+    /// handler may read what they will need together (one read for the
+    /// run instead of one per event). Only an optimisation: a failure is
+    /// logged and the run is handled anyway, so `handle` must not depend
+    /// on it, and what it read is no older than the run's events.
+    async fn prepare(&self, run: &[RecordedEvent]) -> Result<(), HandlerError> {
+        let _ = run;
+        Ok(())
+    }
+
     /// Makes durable what the events handled since the last call did. The
     /// consumer calls it after each run of records it polled and before it
     /// commits their offsets, so a handler may buffer writes (an index
@@ -53,6 +63,12 @@ pub trait EventHandler: Send + Sync + 'static {
 pub trait RecordHandler: Send + Sync + 'static {
     async fn handle_record(&self, delivery: &Delivery) -> Result<(), HandlerError>;
 
+    /// See [`EventHandler::prepare`].
+    async fn prepare(&self, run: &[Delivery]) -> Result<(), HandlerError> {
+        let _ = run;
+        Ok(())
+    }
+
     /// See [`EventHandler::flush`].
     async fn flush(&self) -> Result<(), HandlerError> {
         Ok(())
@@ -68,6 +84,16 @@ impl RecordHandler for EnvelopeHandler {
         let event: RecordedEvent = serde_json::from_slice::<EventEnvelope>(&delivery.payload)
             .map_err(|error| HandlerError::Permanent(format!("undecodable envelope: {error}")))?;
         self.0.handle(&event).await
+    }
+
+    async fn prepare(&self, run: &[Delivery]) -> Result<(), HandlerError> {
+        // An undecodable record is left to `handle_record`, which
+        // dead-letters it.
+        let events: Vec<RecordedEvent> = run
+            .iter()
+            .filter_map(|d| serde_json::from_slice::<EventEnvelope>(&d.payload).ok())
+            .collect();
+        self.0.prepare(&events).await
     }
 
     async fn flush(&self) -> Result<(), HandlerError> {
@@ -236,6 +262,9 @@ pub async fn run_record_consumer(
                 Ok(Some(delivery)) => run.push(delivery),
                 Ok(None) | Err(_) => break,
             }
+        }
+        if let Err(error) = handler.prepare(&run).await {
+            tracing::warn!(group = %options.group, error = %error, "preparing a run failed; its records are handled one by one");
         }
         for delivery in &run {
             // The handler's work (and any event it appends, via

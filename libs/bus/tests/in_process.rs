@@ -516,3 +516,70 @@ async fn a_group_behind_flushes_once_per_interval_and_at_once_when_caught_up() {
     let deferred = consume_forty_in_runs_of_ten(Some(Duration::from_secs(3600))).await;
     assert_eq!(deferred.flushes.load(Ordering::SeqCst), 1);
 }
+
+/// Logs what the consumer asks of it, in order.
+#[derive(Default)]
+struct Preparing {
+    calls: Mutex<Vec<(&'static str, Vec<EventId>)>>,
+}
+
+#[async_trait]
+impl EventHandler for Preparing {
+    async fn prepare(&self, run: &[RecordedEvent]) -> Result<(), HandlerError> {
+        let ids = run.iter().map(|e| e.event_id).collect();
+        self.calls.lock().unwrap().push(("prepare", ids));
+        Ok(())
+    }
+
+    async fn handle(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(("handle", vec![event.event_id]));
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn each_run_is_prepared_whole_before_its_events_are_handled() {
+    let db = db().await;
+    let (store, bus) = store_and_bus(&db).await;
+    let s = subject("s1");
+    let events: Vec<_> = (0..25)
+        .map(|_| event("MessageReceived", Some(&s), "a"))
+        .collect();
+    let ids: Vec<EventId> = events.iter().map(|e| e.event_id).collect();
+    store
+        .append(&tenant("t1"), "c", ExpectedVersion::Any, events)
+        .await
+        .unwrap();
+    Relay::new(
+        store.clone(),
+        bus.clone(),
+        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
+    )
+    .run_once()
+    .await
+    .unwrap();
+
+    let handler = Arc::new(Preparing::default());
+    let mut options = ConsumerOptions::new("g-prepare", &[topics::MESSAGES]);
+    options.poll_timeout = Duration::from_millis(50);
+    options.max_batch = 10;
+    let task = tokio::spawn(run_consumer(bus.clone(), options, handler.clone()));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while bus.lag("g-prepare", &[topics::MESSAGES]).await.unwrap() > 0 {
+        assert!(tokio::time::Instant::now() < deadline, "never committed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    let _ = task.await;
+
+    // Runs of 10, 10 and 5: each announced whole, then handled in order.
+    let mut expected = Vec::new();
+    for run in ids.chunks(10) {
+        expected.push(("prepare", run.to_vec()));
+        expected.extend(run.iter().map(|id| ("handle", vec![*id])));
+    }
+    assert_eq!(*handler.calls.lock().unwrap(), expected);
+}

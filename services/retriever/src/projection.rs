@@ -23,7 +23,7 @@ use mnemo_crypto::{CryptoError, SubjectCipher, TokenPurpose};
 use mnemo_domain::events::streams;
 use mnemo_domain::{EventId, Memory, MemoryId, MemoryState, RecordedEvent, TenantId};
 use mnemo_embed::Embedder;
-use mnemo_event_store::sealed::{LogError, SealedLog};
+use mnemo_event_store::sealed::{Decoded, LogError, SealedLog};
 use mnemo_read_model::{MemoryReadModel, ReadModelError};
 use mnemo_vector_index::{Point, PointPayload, PointType, VectorIndex};
 
@@ -38,8 +38,22 @@ pub struct MemoryProjection {
     /// also answer "what was projected before" for the next event of the
     /// same memory in the run.
     pending: Mutex<HashMap<(TenantId, MemoryId), Pending>>,
+    /// What [`EventHandler::prepare`] read for the run's memory streams,
+    /// taken by the first event of each stream `handle`s.
+    prepared: Mutex<HashMap<(TenantId, String), Prepared>>,
     /// Memory streams read and folded since start.
     streams_read: std::sync::atomic::AtomicU64,
+    /// Of those, the ones a run's read-ahead supplied.
+    streams_read_ahead: std::sync::atomic::AtomicU64,
+}
+
+/// A memory stream read ahead for a run, with what `handle` would have
+/// read beside it: the key generation (read before the stream) and the
+/// memory's read-model row.
+struct Prepared {
+    generation: Option<u32>,
+    stream: Vec<Decoded>,
+    row: Option<Memory>,
 }
 
 /// A row waiting for its point to be durable.
@@ -87,7 +101,9 @@ impl MemoryProjection {
             embedder,
             index,
             pending: Mutex::default(),
+            prepared: Mutex::default(),
             streams_read: Default::default(),
+            streams_read_ahead: Default::default(),
         }
     }
 
@@ -97,8 +113,100 @@ impl MemoryProjection {
         self.streams_read.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Of [`Self::streams_read`], how many the run's read-ahead
+    /// ([`EventHandler::prepare`]) supplied.
+    pub fn streams_read_ahead(&self) -> u64 {
+        self.streams_read_ahead
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<(TenantId, MemoryId), Pending>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn prepared(&self) -> std::sync::MutexGuard<'_, HashMap<(TenantId, String), Prepared>> {
+        self.prepared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reads the run's memory streams and their rows, per tenant: each
+    /// subject's key generation first, then every stream with one call,
+    /// then every row with one call.
+    async fn read_ahead(&self, run: &[RecordedEvent]) -> Result<(), HandlerError> {
+        let mut by_tenant: HashMap<&TenantId, Vec<&RecordedEvent>> = HashMap::new();
+        for event in run {
+            if event.stream_id.starts_with("memory-") && event.subject.is_some() {
+                by_tenant.entry(&event.tenant).or_default().push(event);
+            }
+        }
+        for (tenant, events) in by_tenant {
+            // Generations before streams, as `handle` reads them: content
+            // found readable was read under the generation kept with it.
+            let mut generations = HashMap::new();
+            let mut streams: Vec<String> = Vec::new();
+            let mut subject_of = HashMap::new();
+            for event in events {
+                let Some(subject) = &event.subject else {
+                    continue;
+                };
+                if !generations.contains_key(subject) {
+                    let generation = self
+                        .log
+                        .cipher()
+                        .live_generation(tenant, subject)
+                        .await
+                        .map_err(retryable)?;
+                    generations.insert(subject.clone(), generation);
+                }
+                if subject_of
+                    .insert(event.stream_id.clone(), subject.clone())
+                    .is_none()
+                {
+                    streams.push(event.stream_id.clone());
+                }
+            }
+            let mut read: HashMap<String, Vec<Decoded>> = HashMap::new();
+            for decoded in self
+                .log
+                .read_streams(tenant, &streams)
+                .await
+                .map_err(retryable)?
+            {
+                read.entry(decoded.recorded.stream_id.clone())
+                    .or_default()
+                    .push(decoded);
+            }
+            let ids: Vec<MemoryId> = streams
+                .iter()
+                .filter_map(|s| streams::memory_id(s))
+                .collect();
+            let mut rows: HashMap<MemoryId, Memory> = self
+                .read_model
+                .get_many(tenant, &ids)
+                .await
+                .map_err(retryable)?
+                .into_iter()
+                .map(|row| (row.id, row))
+                .collect();
+            let mut prepared = self.prepared();
+            for stream_id in streams {
+                let generation = subject_of
+                    .get(&stream_id)
+                    .and_then(|subject| generations.get(subject))
+                    .copied()
+                    .flatten();
+                let row = streams::memory_id(&stream_id).and_then(|id| rows.remove(&id));
+                let stream = read.remove(&stream_id).unwrap_or_default();
+                prepared.insert(
+                    (tenant.clone(), stream_id),
+                    Prepared {
+                        generation,
+                        stream,
+                        row,
+                    },
+                );
+            }
+        }
+        Ok(())
     }
 }
 
@@ -290,20 +398,42 @@ impl EventHandler for MemoryProjection {
         if folded {
             return Ok(());
         }
-        // The key's generation is read before the stream: content found
-        // readable was then read under it (or the erasure came between, and
-        // the flush refuses the row), never under a key made after it.
-        let generation = self
-            .log
-            .cipher()
-            .live_generation(&event.tenant, subject)
-            .await
-            .map_err(retryable)?;
-        let stream = self
-            .log
-            .read_stream(&event.tenant, &event.stream_id)
-            .await
-            .map_err(retryable)?;
+        // Read ahead with the run, when it holds this event (a stream read
+        // before the event was appended does not: never here, since the
+        // relay publishes committed events, but cheap to check).
+        let prepared = self
+            .prepared()
+            .remove(&(event.tenant.clone(), event.stream_id.clone()))
+            .filter(|p| {
+                p.stream
+                    .last()
+                    .is_some_and(|d| d.recorded.stream_version >= event.stream_version)
+            });
+        let (generation, stream, prepared_row) = match prepared {
+            Some(prepared) => {
+                self.streams_read_ahead
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                (prepared.generation, prepared.stream, Some(prepared.row))
+            }
+            None => {
+                // The key's generation is read before the stream: content
+                // found readable was then read under it (or the erasure
+                // came between, and the flush refuses the row), never under
+                // a key made after it.
+                let generation = self
+                    .log
+                    .cipher()
+                    .live_generation(&event.tenant, subject)
+                    .await
+                    .map_err(retryable)?;
+                let stream = self
+                    .log
+                    .read_stream(&event.tenant, &event.stream_id)
+                    .await
+                    .map_err(retryable)?;
+                (generation, stream, None)
+            }
+        };
         self.streams_read
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let Some(memory) = Memory::fold(
@@ -318,9 +448,10 @@ impl EventHandler for MemoryProjection {
         let pending = self.pending().get(&key).cloned();
         // A point whose content changed earlier in this run is not written yet.
         let unwritten = pending.as_ref().is_some_and(|p| p.embed);
-        let previous = match pending {
-            Some(projected) => Some(projected.memory),
-            None => self
+        let previous = match (pending, prepared_row) {
+            (Some(projected), _) => Some(projected.memory),
+            (None, Some(row)) => row,
+            (None, None) => self
                 .read_model
                 .get(&event.tenant, &memory.id)
                 .await
@@ -376,7 +507,15 @@ impl EventHandler for MemoryProjection {
         Ok(())
     }
 
+    async fn prepare(&self, run: &[RecordedEvent]) -> Result<(), HandlerError> {
+        // What an earlier run read ahead and did not use is stale now.
+        self.prepared().clear();
+        self.read_ahead(run).await
+    }
+
     async fn flush(&self) -> Result<(), HandlerError> {
+        // Read ahead for events that were not handled (dead-lettered).
+        self.prepared().clear();
         let rows: Vec<_> = self.pending().drain().collect();
         let (mut live, mut outcome) = self.drop_erased(rows).await;
         if outcome.is_ok() {

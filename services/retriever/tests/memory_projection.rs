@@ -349,6 +349,112 @@ async fn a_memory_with_several_events_in_a_run_is_read_once() {
     assert_eq!(row.content.as_text(), Some("The user likes quinces"));
 }
 
+/// The consumer's read-ahead: a run's memory streams and rows read
+/// together before its events are handled give the rows and points that
+/// handling them one by one gives.
+#[tokio::test]
+async fn a_run_read_ahead_projects_what_one_by_one_does() {
+    let fx = Fixture::new().await;
+    let (apples, created) = fx.create("The user likes apples").await;
+    let revised = fx
+        .append(
+            &apples,
+            DomainEvent::MemoryRevised(MemoryRevised {
+                content: Some(SubjectText::new("The user likes pears")),
+                ..Default::default()
+            }),
+        )
+        .await;
+    let (goats, goats_created) = fx.create("The user keeps goats").await;
+    let (boats, boats_created) = fx.create("The user sails boats").await;
+    let run = [created, goats_created, revised, boats_created];
+
+    let ahead = fx.projection();
+    ahead.prepare(&run).await.unwrap();
+    for event in &run {
+        ahead.handle(event).await.unwrap();
+    }
+    ahead.flush().await.unwrap();
+    // Every memory came from the read-ahead, each read once.
+    assert_eq!(ahead.streams_read(), 3);
+    assert_eq!(ahead.streams_read_ahead(), 3);
+    let rows = fx
+        .read_model
+        .get_many(&fx.tenant, &[apples, goats, boats])
+        .await
+        .unwrap();
+    assert_eq!(
+        rows.iter()
+            .map(|r| (r.content.as_text().unwrap().to_owned(), r.version))
+            .collect::<Vec<_>>(),
+        [
+            ("The user likes pears".to_owned(), 2),
+            ("The user keeps goats".to_owned(), 1),
+            ("The user sails boats".to_owned(), 1),
+        ]
+    );
+    assert_eq!(fx.found("pears").await, vec![apples]);
+    assert!(fx.found("apples").await.is_empty());
+    assert_eq!(fx.found("goats").await, vec![goats]);
+
+    // A redelivery of the run, read ahead again, finds the rows current:
+    // nothing is embedded again.
+    let calls = fx.embedder.calls.load(Ordering::SeqCst);
+    let again = fx.projection();
+    again.prepare(&run).await.unwrap();
+    for event in &run {
+        again.handle(event).await.unwrap();
+    }
+    again.flush().await.unwrap();
+    assert_eq!(again.streams_read_ahead(), 3);
+    assert_eq!(fx.embedder.calls.load(Ordering::SeqCst), calls);
+}
+
+/// A stream read ahead before one of its events was appended is not used
+/// for that event: its state would be older than the event.
+#[tokio::test]
+async fn a_read_ahead_older_than_the_event_is_read_again() {
+    let fx = Fixture::new().await;
+    let projection = fx.projection();
+    let (id, created) = fx.create("The user likes apples").await;
+    projection.prepare(&[created]).await.unwrap();
+    let revised = fx
+        .append(
+            &id,
+            DomainEvent::MemoryRevised(MemoryRevised {
+                content: Some(SubjectText::new("The user likes pears")),
+                ..Default::default()
+            }),
+        )
+        .await;
+    projection.handle(&revised).await.unwrap();
+    projection.flush().await.unwrap();
+    assert_eq!(projection.streams_read_ahead(), 0);
+    let row = fx.read_model.get(&fx.tenant, &id).await.unwrap().unwrap();
+    assert_eq!(row.version, 2);
+    assert_eq!(row.content.as_text(), Some("The user likes pears"));
+}
+
+/// An erasure between the read-ahead and the flush: the content read
+/// ahead was readable, but its key generation is gone, so neither the row
+/// nor the point is written.
+#[tokio::test]
+async fn an_erasure_after_the_read_ahead_leaves_no_row_or_point() {
+    let fx = Fixture::new().await;
+    let projection = fx.projection();
+    let (id, event) = fx.create("The user keeps goats").await;
+    projection
+        .prepare(std::slice::from_ref(&event))
+        .await
+        .unwrap();
+    fx.cipher.destroy(&fx.tenant, &fx.subject).await.unwrap();
+    projection.handle(&event).await.unwrap();
+    projection.flush().await.unwrap();
+    assert_eq!(projection.streams_read_ahead(), 1);
+    assert!(fx.read_model.get(&fx.tenant, &id).await.unwrap().is_none());
+    assert!(fx.found("goats").await.is_empty());
+}
+
 #[tokio::test]
 async fn a_failed_embedding_keeps_the_run_for_the_next_flush() {
     let fx = Fixture::new().await;
