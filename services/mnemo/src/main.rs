@@ -343,6 +343,14 @@ enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         rounds: usize,
     },
+    /// What finding and resolving a message's date phrases costs (the
+    /// scan every episode and every message the rules read goes through).
+    Dates {
+        #[arg(long, default_value_t = 10_000)]
+        texts: usize,
+        #[arg(long, default_value_t = 7)]
+        rounds: usize,
+    },
     /// Median latency of the as-of reads and the changes read for one
     /// subject with many memory events (creates, revisions, archives).
     Asof {
@@ -690,6 +698,9 @@ async fn bench(what: BenchCommand) -> anyhow::Result<()> {
         })
         .await
         .context("the embed bench panicked")?,
+        BenchCommand::Dates { texts, rounds } => {
+            mnemo_lab::bench_dates::dates(mnemo_lab::bench_dates::DatesBenchArgs { texts, rounds })
+        }
         BenchCommand::Asof { events, queries } => {
             mnemo_lab::bench_asof::asof(mnemo_lab::bench_asof::AsOfBenchArgs { events, queries })
                 .await

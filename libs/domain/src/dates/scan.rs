@@ -138,6 +138,21 @@ impl<'a> Cursor<'a> {
     /// Reads every token of `pattern` (letters compared without case), or
     /// nothing.
     pub fn phrase(&mut self, pattern: &str) -> bool {
+        // Most patterns are refused by the next token alone: compare it
+        // with the pattern's first bytes before splitting the pattern (the
+        // scan tries every rule's patterns at every token). An ASCII case
+        // change keeps byte lengths, so the bytes of an equal first token
+        // are the pattern's first bytes.
+        let Some(next) = self.tokens.get(self.at) else {
+            return pattern.trim_start().is_empty();
+        };
+        let starts_alike = pattern
+            .trim_start()
+            .get(..next.text.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(next.text));
+        if !starts_alike {
+            return false;
+        }
         let start = self.at;
         for expected in Tokens::new(pattern) {
             let matched = self.take_if(|token| token.text.eq_ignore_ascii_case(expected.text));
@@ -244,6 +259,31 @@ mod tests {
         );
         assert_eq!(texts("café todays"), ["café", "todays"]);
         assert_eq!(texts("  \n "), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_phrase_matches_whole_tokens_in_any_case() {
+        let tokens: Vec<_> = Tokens::new("MAY 7 ma may").collect();
+        let matches = |at: usize, pattern: &str| {
+            let mut cursor = Cursor::new(&tokens, at);
+            let matched = cursor.phrase(pattern);
+            (matched, cursor.position())
+        };
+        assert_eq!(matches(0, "may 7"), (true, 2));
+        assert_eq!(matches(0, " May  7"), (true, 2));
+        // The next token only starts like the pattern, or the pattern only
+        // starts like the token: no match, and the cursor stays.
+        assert_eq!(matches(2, "may"), (false, 2));
+        assert_eq!(matches(0, "mayday"), (false, 0));
+        assert_eq!(matches(0, "may 8"), (false, 0));
+        assert_eq!(matches(3, "may 7"), (false, 3));
+        // At the end only the empty phrase is found.
+        assert_eq!(matches(4, "may"), (false, 4));
+        assert_eq!(matches(4, " "), (true, 4));
+        // Not ASCII: compared as is.
+        let han: Vec<_> = Tokens::new("昨天").collect();
+        assert!(Cursor::new(&han, 0).phrase("昨 天"));
+        assert!(!Cursor::new(&han, 0).phrase("今 天"));
     }
 
     #[test]
