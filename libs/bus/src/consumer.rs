@@ -218,14 +218,14 @@ pub async fn run_record_consumer(
             }
         }
     };
-    // Handled but not yet flushed and committed: the last delivery of each
-    // partition (see `ConsumerOptions::flush_interval`).
-    let mut unflushed: Vec<Delivery> = Vec::new();
-    let mut flushed_at = Instant::now();
+    let mut unflushed = Unflushed {
+        last: Vec::new(),
+        since: Instant::now(),
+    };
     loop {
         // With handled records not yet flushed, only look: nothing waiting
         // means caught up, and they are flushed now.
-        let timeout = if unflushed.is_empty() {
+        let timeout = if unflushed.last.is_empty() {
             options.poll_timeout
         } else {
             Duration::ZERO
@@ -233,16 +233,10 @@ pub async fn run_record_consumer(
         let first = match subscription.poll(timeout).await {
             Ok(Some(delivery)) => delivery,
             Ok(None) => {
-                if !unflushed.is_empty() {
-                    flush_and_commit(
-                        &options,
-                        handler.as_ref(),
-                        subscription.as_mut(),
-                        &unflushed,
-                    )
-                    .await;
-                    unflushed.clear();
-                    flushed_at = Instant::now();
+                if !unflushed.last.is_empty() {
+                    unflushed
+                        .flush_and_commit(&options, handler.as_ref(), subscription.as_mut())
+                        .await;
                 }
                 continue;
             }
@@ -280,51 +274,59 @@ pub async fn run_record_consumer(
                 .await;
         }
         let behind = run.len() >= options.max_batch.max(1);
-        unflushed.extend(run);
-        unflushed = last_per_partition(&unflushed)
+        unflushed.last.extend(run);
+        unflushed.last = last_per_partition(&unflushed.last)
             .into_iter()
             .cloned()
             .collect();
         let due = match options.flush_interval {
-            Some(interval) if behind => flushed_at.elapsed() >= interval,
+            Some(interval) if behind => unflushed.since.elapsed() >= interval,
             _ => true,
         };
         if due {
-            flush_and_commit(
-                &options,
-                handler.as_ref(),
-                subscription.as_mut(),
-                &unflushed,
-            )
-            .await;
-            unflushed.clear();
-            flushed_at = Instant::now();
+            unflushed
+                .flush_and_commit(&options, handler.as_ref(), subscription.as_mut())
+                .await;
         }
     }
 }
 
-/// Flushes the handler, then commits the last delivery of each partition,
-/// each retried until it succeeds. Durable before acknowledged: a commit
-/// ahead of the flush would let a crash lose what the run wrote.
-async fn flush_and_commit(
-    options: &ConsumerOptions,
-    handler: &dyn RecordHandler,
-    subscription: &mut dyn Subscription,
-    handled: &[Delivery],
-) {
-    let mut backoff = Duration::from_millis(100);
-    while let Err(error) = handler.flush().await {
-        tracing::warn!(group = %options.group, error = %error, "handler flush failed, retrying");
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(10));
-    }
-    let mut backoff = Duration::from_millis(100);
-    for delivery in last_per_partition(handled) {
-        while let Err(error) = subscription.commit(delivery).await {
-            tracing::warn!(group = %options.group, error = %error, "commit failed, retrying");
+/// Records handled but not yet flushed and committed (see
+/// `ConsumerOptions::flush_interval`).
+struct Unflushed {
+    /// The last delivery of each partition.
+    last: Vec<Delivery>,
+    /// When they were last flushed.
+    since: Instant,
+}
+
+impl Unflushed {
+    /// Flushes the handler, then commits the last delivery of each
+    /// partition, each retried until it succeeds. Durable before
+    /// acknowledged: a commit ahead of the flush would let a crash lose
+    /// what the run wrote.
+    async fn flush_and_commit(
+        &mut self,
+        options: &ConsumerOptions,
+        handler: &dyn RecordHandler,
+        subscription: &mut dyn Subscription,
+    ) {
+        let mut backoff = Duration::from_millis(100);
+        while let Err(error) = handler.flush().await {
+            tracing::warn!(group = %options.group, error = %error, "handler flush failed, retrying");
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(Duration::from_secs(10));
         }
+        let mut backoff = Duration::from_millis(100);
+        for delivery in &self.last {
+            while let Err(error) = subscription.commit(delivery).await {
+                tracing::warn!(group = %options.group, error = %error, "commit failed, retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+        }
+        self.last.clear();
+        self.since = Instant::now();
     }
 }
 

@@ -463,13 +463,19 @@ async fn the_consumer_commits_a_run_only_after_its_handler_flushed_it() {
     assert_eq!(handler.flushes.load(Ordering::SeqCst), 1);
 }
 
-/// Publishes 40 messages, runs a consumer over them in runs of 10 and
-/// returns its handler once everything is committed.
-async fn consume_forty_in_runs_of_ten(flush_interval: Option<Duration>) -> Arc<Buffering> {
+/// Publishes `count` messages, runs a consumer over them in runs of
+/// `max_batch` until everything is committed, and returns the event ids in
+/// order.
+async fn consume_all(
+    count: usize,
+    max_batch: usize,
+    flush_interval: Option<Duration>,
+    handler: Arc<dyn EventHandler>,
+) -> Vec<EventId> {
     let db = db().await;
     let (store, bus) = store_and_bus(&db).await;
     let s = subject("s1");
-    let events: Vec<_> = (0..40)
+    let events: Vec<_> = (0..count)
         .map(|_| event("MessageReceived", Some(&s), "a"))
         .collect();
     let ids: Vec<EventId> = events.iter().map(|e| e.event_id).collect();
@@ -486,20 +492,26 @@ async fn consume_forty_in_runs_of_ten(flush_interval: Option<Duration>) -> Arc<B
     .await
     .unwrap();
 
-    let handler = Arc::new(Buffering::default());
-    let mut options = ConsumerOptions::new("g-interval", &[topics::MESSAGES]);
+    let mut options = ConsumerOptions::new("g-all", &[topics::MESSAGES]);
     options.poll_timeout = Duration::from_millis(50);
-    options.max_batch = 10;
+    options.max_batch = max_batch;
     options.flush_interval = flush_interval;
-    let task = tokio::spawn(run_consumer(bus.clone(), options, handler.clone()));
+    let task = tokio::spawn(run_consumer(bus.clone(), options, handler));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while bus.lag("g-interval", &[topics::MESSAGES]).await.unwrap() > 0 {
+    while bus.lag("g-all", &[topics::MESSAGES]).await.unwrap() > 0 {
         assert!(tokio::time::Instant::now() < deadline, "never committed");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     task.abort();
     let _ = task.await;
-    // Committed only what was flushed: everything, in order.
+    ids
+}
+
+/// 40 messages in runs of 10, through a handler that buffers until its
+/// flush: everything committed was flushed, in order.
+async fn consume_forty_in_runs_of_ten(flush_interval: Option<Duration>) -> Arc<Buffering> {
+    let handler = Arc::new(Buffering::default());
+    let ids = consume_all(40, 10, flush_interval, handler.clone()).await;
     assert_eq!(*handler.durable.lock().unwrap(), ids);
     handler
 }
@@ -542,38 +554,8 @@ impl EventHandler for Preparing {
 
 #[tokio::test]
 async fn each_run_is_prepared_whole_before_its_events_are_handled() {
-    let db = db().await;
-    let (store, bus) = store_and_bus(&db).await;
-    let s = subject("s1");
-    let events: Vec<_> = (0..25)
-        .map(|_| event("MessageReceived", Some(&s), "a"))
-        .collect();
-    let ids: Vec<EventId> = events.iter().map(|e| e.event_id).collect();
-    store
-        .append(&tenant("t1"), "c", ExpectedVersion::Any, events)
-        .await
-        .unwrap();
-    Relay::new(
-        store.clone(),
-        bus.clone(),
-        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
-    )
-    .run_once()
-    .await
-    .unwrap();
-
     let handler = Arc::new(Preparing::default());
-    let mut options = ConsumerOptions::new("g-prepare", &[topics::MESSAGES]);
-    options.poll_timeout = Duration::from_millis(50);
-    options.max_batch = 10;
-    let task = tokio::spawn(run_consumer(bus.clone(), options, handler.clone()));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while bus.lag("g-prepare", &[topics::MESSAGES]).await.unwrap() > 0 {
-        assert!(tokio::time::Instant::now() < deadline, "never committed");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    task.abort();
-    let _ = task.await;
+    let ids = consume_all(25, 10, None, handler.clone()).await;
 
     // Runs of 10, 10 and 5: each announced whole, then handled in order.
     let mut expected = Vec::new();
