@@ -2,6 +2,7 @@
 //! commit only after success. A record that keeps failing goes to the
 //! dead-letter topic with its error, and consumption continues.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -76,28 +77,59 @@ pub trait RecordHandler: Send + Sync + 'static {
 }
 
 /// Decodes a log event from the record, then hands it to an [`EventHandler`].
-struct EnvelopeHandler(Arc<dyn EventHandler>);
+struct EnvelopeHandler {
+    handler: Arc<dyn EventHandler>,
+    /// The run's events as `prepare` decoded them, by (topic, partition,
+    /// offset), each taken by `handle_record`: a record is decoded once.
+    decoded: std::sync::Mutex<HashMap<(String, i32, i64), RecordedEvent>>,
+}
+
+impl EnvelopeHandler {
+    fn decode(delivery: &Delivery) -> Result<RecordedEvent, HandlerError> {
+        serde_json::from_slice::<EventEnvelope>(&delivery.payload)
+            .map_err(|error| HandlerError::Permanent(format!("undecodable envelope: {error}")))
+    }
+
+    fn decoded(&self) -> std::sync::MutexGuard<'_, HashMap<(String, i32, i64), RecordedEvent>> {
+        self.decoded.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
 
 #[async_trait]
 impl RecordHandler for EnvelopeHandler {
     async fn handle_record(&self, delivery: &Delivery) -> Result<(), HandlerError> {
-        let event: RecordedEvent = serde_json::from_slice::<EventEnvelope>(&delivery.payload)
-            .map_err(|error| HandlerError::Permanent(format!("undecodable envelope: {error}")))?;
-        self.0.handle(&event).await
+        let key = (delivery.topic.clone(), delivery.partition, delivery.offset);
+        let prepared = self.decoded().remove(&key);
+        let event = match prepared {
+            Some(event) => event,
+            None => Self::decode(delivery)?,
+        };
+        self.handler.handle(&event).await
     }
 
     async fn prepare(&self, run: &[Delivery]) -> Result<(), HandlerError> {
         // An undecodable record is left to `handle_record`, which
         // dead-letters it.
-        let events: Vec<RecordedEvent> = run
+        let (keys, events): (Vec<_>, Vec<_>) = run
             .iter()
-            .filter_map(|d| serde_json::from_slice::<EventEnvelope>(&d.payload).ok())
-            .collect();
-        self.0.prepare(&events).await
+            .filter_map(|delivery| {
+                let event = Self::decode(delivery).ok()?;
+                Some((
+                    (delivery.topic.clone(), delivery.partition, delivery.offset),
+                    event,
+                ))
+            })
+            .unzip();
+        let prepared = self.handler.prepare(&events).await;
+        let mut decoded = self.decoded();
+        // What an earlier run left (a dead-lettered record) is not read again.
+        decoded.clear();
+        decoded.extend(keys.into_iter().zip(events));
+        prepared
     }
 
     async fn flush(&self) -> Result<(), HandlerError> {
-        self.0.flush().await
+        self.handler.flush().await
     }
 }
 
@@ -197,7 +229,11 @@ pub async fn run_consumer(
     options: ConsumerOptions,
     handler: Arc<dyn EventHandler>,
 ) {
-    run_record_consumer(bus, options, Arc::new(EnvelopeHandler(handler))).await
+    let handler = EnvelopeHandler {
+        handler,
+        decoded: Default::default(),
+    };
+    run_record_consumer(bus, options, Arc::new(handler)).await
 }
 
 /// Runs a consumer group member of raw-record topics until the task is dropped.
