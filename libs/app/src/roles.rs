@@ -83,39 +83,45 @@ pub const EPISODE_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::fro
 pub struct Group {
     pub name: &'static str,
     pub topics: &'static [&'static str],
+    /// See `ConsumerOptions::flush_interval`: only for a group whose flush
+    /// is durability alone.
+    pub flush_interval: Option<std::time::Duration>,
 }
 
 impl Group {
     pub const MEMORY_PROJECTION: Group = Group {
         name: "retriever.memory-projection",
         topics: &[topics::MEMORY_EVENTS],
+        flush_interval: None,
     };
     /// Its own group on the messages topic: the consolidator's group reads
     /// the same records, and neither waits for the other.
     pub const EPISODE_PROJECTION: Group = Group {
         name: "retriever.episode-projection",
         topics: &[topics::MESSAGES],
+        // Its points are searchable once written; the flush only makes
+        // them durable, and costs a rewrite of the index's segments.
+        flush_interval: Some(EPISODE_FLUSH_INTERVAL),
     };
     pub const CONSOLIDATOR: Group = Group {
         name: "consolidator",
         topics: &[topics::MESSAGES],
+        flush_interval: None,
     };
     pub const ERASURE: Group = Group {
         name: "forgetter.erasure",
         topics: &[topics::SUBJECT_EVENTS],
+        flush_interval: None,
     };
     pub const ACCESS: Group = Group {
         name: "forgetter.access",
         topics: &[topics::ACCESS_SIGNALS],
+        flush_interval: None,
     };
 
     pub fn options(&self) -> ConsumerOptions {
         let mut options = ConsumerOptions::new(self.name, self.topics);
-        if *self == Group::EPISODE_PROJECTION {
-            // Its points are searchable once written; the flush only makes
-            // them durable, and costs a rewrite of the index's segments.
-            options.flush_interval = Some(EPISODE_FLUSH_INTERVAL);
-        }
+        options.flush_interval = self.flush_interval;
         options
     }
 }
