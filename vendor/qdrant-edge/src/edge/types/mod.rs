@@ -1,0 +1,5 @@
+mod point;
+mod vector;
+
+pub use point::*;
+pub use vector::*;

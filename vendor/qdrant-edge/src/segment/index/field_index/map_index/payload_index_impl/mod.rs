@@ -1,0 +1,3 @@
+mod int;
+mod str;
+mod uuid;

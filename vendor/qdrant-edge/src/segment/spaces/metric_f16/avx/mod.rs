@@ -1,0 +1,3 @@
+pub mod dot;
+pub mod euclid;
+pub mod manhattan;

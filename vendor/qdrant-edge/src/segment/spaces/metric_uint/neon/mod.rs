@@ -1,0 +1,4 @@
+pub mod cosine;
+pub mod dot;
+pub mod euclid;
+pub mod manhattan;

@@ -1,0 +1,1 @@
+pub mod chucked_vector_storage;

@@ -1,0 +1,1 @@
+pub mod chunked_vector_storage;

@@ -1,0 +1,1 @@
+pub mod sparse_vector_storage;

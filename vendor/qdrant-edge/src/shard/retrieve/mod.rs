@@ -1,0 +1,2 @@
+pub mod record_internal;
+pub mod retrieve_blocking;
