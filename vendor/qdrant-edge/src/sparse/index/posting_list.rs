@@ -103,6 +103,14 @@ impl PostingList {
 
         // propagate max_next_weight update to the previous entries
         for element in self.elements[..up_to_index].iter_mut().rev() {
+            // mnemo: stop at the first entry that already holds the value. Every
+            // entry keeps `max_next_weight[i] = max(weight[i + 1], max_next_weight[i + 1])`,
+            // so an entry left unchanged leaves every entry before it unchanged too.
+            // Without this, appending to a list of length L rewrote all L entries
+            // (the fix of qdrant/qdrant#10682, in qdrant-edge 0.9.0).
+            if element.max_next_weight == max_next_weight {
+                return;
+            }
             // update max_next_weight for element
             element.max_next_weight = max_next_weight;
             max_next_weight = max_next_weight.max(element.weight);
