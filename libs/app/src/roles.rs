@@ -77,6 +77,13 @@ impl Roles {
 /// and the redelivered messages are written again, unchanged.
 pub const EPISODE_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How many of its partitions the episode projection handles at once. Its
+/// path is two halves: reading, sealing and embedding a delivery's turns on
+/// the runtime, writing their points on the blocking pool. Two lanes let
+/// one lane's write run beside the other's reads; more only queue at the
+/// index's one writer.
+pub const EPISODE_LANES: usize = 2;
+
 /// A consumer group a role runs, and the topics it reads: one list, so
 /// what is spawned and what `/readyz` reports the lag of cannot differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +93,9 @@ pub struct Group {
     /// See `ConsumerOptions::flush_interval`: only for a group whose flush
     /// is durability alone.
     pub flush_interval: Option<std::time::Duration>,
+    /// See `ConsumerOptions::lanes`: above 1 only for a group whose handler
+    /// may handle records of different keys at the same time.
+    pub lanes: usize,
 }
 
 impl Group {
@@ -93,6 +103,7 @@ impl Group {
         name: "retriever.memory-projection",
         topics: &[topics::MEMORY_EVENTS],
         flush_interval: None,
+        lanes: 1,
     };
     /// Its own group on the messages topic: the consolidator's group reads
     /// the same records, and neither waits for the other.
@@ -102,26 +113,33 @@ impl Group {
         // Its points are searchable once written; the flush only makes
         // them durable, and costs a rewrite of the index's segments.
         flush_interval: Some(EPISODE_FLUSH_INTERVAL),
+        // A conversation's messages and its forgotten episodes are keyed
+        // by subject, so one lane holds all of a subject's records.
+        lanes: EPISODE_LANES,
     };
     pub const CONSOLIDATOR: Group = Group {
         name: "consolidator",
         topics: &[topics::MESSAGES],
         flush_interval: None,
+        lanes: 1,
     };
     pub const ERASURE: Group = Group {
         name: "forgetter.erasure",
         topics: &[topics::SUBJECT_EVENTS],
         flush_interval: None,
+        lanes: 1,
     };
     pub const ACCESS: Group = Group {
         name: "forgetter.access",
         topics: &[topics::ACCESS_SIGNALS],
         flush_interval: None,
+        lanes: 1,
     };
 
     pub fn options(&self) -> ConsumerOptions {
         let mut options = ConsumerOptions::new(self.name, self.topics);
         options.flush_interval = self.flush_interval;
+        options.lanes = self.lanes;
         options
     }
 }

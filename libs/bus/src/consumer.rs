@@ -151,6 +151,12 @@ pub struct ConsumerOptions {
     /// already visible): the episode projection, whose flush rewrites the
     /// vector index's segments and under load took a quarter of its time.
     pub flush_interval: Option<Duration>,
+    /// Partitions of a run handled at once, each on a task of its own; the
+    /// records of one partition are always handled one after another, in
+    /// order. 1: the run in order on the consumer's task. Only for a handler
+    /// whose `handle` may run for records of different partitions (keys) at
+    /// the same time.
+    pub lanes: usize,
 }
 
 impl ConsumerOptions {
@@ -163,6 +169,7 @@ impl ConsumerOptions {
             poll_timeout: Duration::from_secs(1),
             max_batch: 256,
             flush_interval: None,
+            lanes: 1,
         }
     }
 }
@@ -296,25 +303,21 @@ pub async fn run_record_consumer(
         if let Err(error) = handler.prepare(&run).await {
             tracing::warn!(group = %options.group, error = %error, "preparing a run failed; its records are handled one by one");
         }
-        for delivery in &run {
-            // The handler's work (and any event it appends, via
-            // `current_traceparent`) joins the trace of the request that
-            // caused the record: ingest → consolidator → retriever is one
-            // trace.
-            let span = tracing::info_span!("consume", group = %options.group, topic = %delivery.topic, partition = delivery.partition, offset = delivery.offset);
-            if let Some(traceparent) = delivery.header(mnemo_telemetry::TRACEPARENT) {
-                mnemo_telemetry::set_parent_from_traceparent(&span, traceparent);
-            }
-            process(bus.as_ref(), &options, handler.as_ref(), delivery)
-                .instrument(span)
-                .await;
-        }
         let behind = run.len() >= options.max_batch.max(1);
-        unflushed.last.extend(run);
+        unflushed
+            .last
+            .extend(last_per_partition(&run).into_iter().cloned());
         unflushed.last = last_per_partition(&unflushed.last)
             .into_iter()
             .cloned()
             .collect();
+        if options.lanes <= 1 {
+            for delivery in &run {
+                process_traced(bus.as_ref(), &options, handler.as_ref(), delivery).await;
+            }
+        } else {
+            handle_lanes(&bus, &options, &handler, lanes_of(run)).await;
+        }
         let due = match options.flush_interval {
             Some(interval) if behind => unflushed.since.elapsed() >= interval,
             _ => true,
@@ -323,6 +326,76 @@ pub async fn run_record_consumer(
             unflushed
                 .flush_and_commit(&options, handler.as_ref(), subscription.as_mut())
                 .await;
+        }
+    }
+}
+
+/// Handles one delivery as [`process`] does, in a span that joins the
+/// trace of the request that caused the record (and any event the handler
+/// appends joins it too, via `current_traceparent`): ingest → consolidator
+/// → retriever is one trace.
+async fn process_traced(
+    bus: &dyn Bus,
+    options: &ConsumerOptions,
+    handler: &dyn RecordHandler,
+    delivery: &Delivery,
+) {
+    let span = tracing::info_span!("consume", group = %options.group, topic = %delivery.topic, partition = delivery.partition, offset = delivery.offset);
+    if let Some(traceparent) = delivery.header(mnemo_telemetry::TRACEPARENT) {
+        mnemo_telemetry::set_parent_from_traceparent(&span, traceparent);
+    }
+    process(bus, options, handler, delivery)
+        .instrument(span)
+        .await;
+}
+
+/// A run's deliveries per (topic, partition), each lane in delivery order,
+/// the lanes in the order their first record came.
+fn lanes_of(run: Vec<Delivery>) -> Vec<Vec<Delivery>> {
+    let mut lanes: Vec<Vec<Delivery>> = Vec::new();
+    for delivery in run {
+        match lanes
+            .iter_mut()
+            .find(|lane| lane[0].topic == delivery.topic && lane[0].partition == delivery.partition)
+        {
+            Some(lane) => lane.push(delivery),
+            None => lanes.push(vec![delivery]),
+        }
+    }
+    lanes
+}
+
+/// Handles up to `options.lanes` lanes at once, each on a task of its own
+/// (so one lane's CPU work runs beside another's waits, on another core),
+/// and returns when every lane is done. Dropping the future aborts the
+/// lanes, as dropping the consumer's task stops it; a lane that panicked
+/// panics here, as its record would have on the consumer's task.
+async fn handle_lanes(
+    bus: &Arc<dyn Bus>,
+    options: &ConsumerOptions,
+    handler: &Arc<dyn RecordHandler>,
+    lanes: Vec<Vec<Delivery>>,
+) {
+    let options = Arc::new(options.clone());
+    let mut waiting = lanes.into_iter();
+    let mut running = tokio::task::JoinSet::new();
+    loop {
+        while running.len() < options.lanes {
+            let Some(lane) = waiting.next() else { break };
+            let (bus, options, handler) = (bus.clone(), options.clone(), handler.clone());
+            running.spawn(async move {
+                for delivery in &lane {
+                    process_traced(bus.as_ref(), &options, handler.as_ref(), delivery).await;
+                }
+            });
+        }
+        match running.join_next().await {
+            Some(Ok(())) => {}
+            Some(Err(error)) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            // Only a runtime shutting down cancels a lane; going on would
+            // commit records it never handled.
+            Some(Err(error)) => panic!("a lane of group {} stopped: {error}", options.group),
+            None => return,
         }
     }
 }

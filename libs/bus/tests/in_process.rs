@@ -1,12 +1,13 @@
 //! The Bus contract on the in-process adapter, and the relay and consumer
 //! loop over it with a real SQLite event store.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mnemo_bus::in_process::InProcessBus;
+use mnemo_bus::in_process::{partition_for, InProcessBus};
 use mnemo_bus::relay::SqliteCheckpointStore;
 use mnemo_bus::{
     bus_contract_tests, run_consumer, topics, Bus, ConsumerOptions, EventEnvelope, EventHandler,
@@ -564,4 +565,106 @@ async fn each_run_is_prepared_whole_before_its_events_are_handled() {
         expected.extend(run.iter().map(|id| ("handle", vec![*id])));
     }
     assert_eq!(*handler.calls.lock().unwrap(), expected);
+}
+
+/// Counts the handles in flight, overall and per subject, and keeps the
+/// order each subject's events were handled in.
+#[derive(Default)]
+struct Concurrent {
+    in_flight: Mutex<HashMap<String, usize>>,
+    most_at_once: AtomicUsize,
+    a_subject_twice_at_once: std::sync::atomic::AtomicBool,
+    handled: Mutex<HashMap<String, Vec<EventId>>>,
+}
+
+#[async_trait]
+impl EventHandler for Concurrent {
+    async fn handle(&self, event: &RecordedEvent) -> Result<(), HandlerError> {
+        let subject = event.subject.as_ref().unwrap().to_string();
+        {
+            let mut in_flight = self.in_flight.lock().unwrap();
+            let mine = in_flight.entry(subject.clone()).or_default();
+            *mine += 1;
+            if *mine > 1 {
+                self.a_subject_twice_at_once.store(true, Ordering::SeqCst);
+            }
+            let total = in_flight.values().sum();
+            self.most_at_once.fetch_max(total, Ordering::SeqCst);
+        }
+        // Long enough for the other lane to start meanwhile.
+        tokio::time::sleep(Duration::from_millis(3)).await;
+        self.handled
+            .lock()
+            .unwrap()
+            .entry(subject.clone())
+            .or_default()
+            .push(event.event_id);
+        *self.in_flight.lock().unwrap().get_mut(&subject).unwrap() -= 1;
+        Ok(())
+    }
+}
+
+/// Two subjects on the two partitions of the bus, 30 messages each, all
+/// consumed with `lanes`; returns the handler and each subject's ids in
+/// append order.
+async fn consume_two_subjects(lanes: usize) -> (Arc<Concurrent>, HashMap<String, Vec<EventId>>) {
+    let db = db().await;
+    let (store, bus) = store_and_bus(&db).await;
+    let t = tenant("t1");
+    let partition = |name: &str| partition_for(&format!("t1/{name}"), 2);
+    let first = "s1".to_owned();
+    let second = (2..)
+        .map(|i| format!("s{i}"))
+        .find(|name| partition(name) != partition(&first))
+        .unwrap();
+    let mut expected = HashMap::new();
+    for name in [&first, &second] {
+        let s = subject(name);
+        let events: Vec<_> = (0..30)
+            .map(|_| event("MessageReceived", Some(&s), "a"))
+            .collect();
+        expected.insert(
+            name.clone(),
+            events.iter().map(|e| e.event_id).collect::<Vec<_>>(),
+        );
+        store
+            .append(&t, &format!("c-{name}"), ExpectedVersion::Any, events)
+            .await
+            .unwrap();
+    }
+    Relay::new(
+        store.clone(),
+        bus.clone(),
+        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
+    )
+    .run_once()
+    .await
+    .unwrap();
+
+    let handler = Arc::new(Concurrent::default());
+    let mut options = ConsumerOptions::new("g-lanes", &[topics::MESSAGES]);
+    options.poll_timeout = Duration::from_millis(50);
+    options.lanes = lanes;
+    let task = tokio::spawn(run_consumer(bus.clone(), options, handler.clone()));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while bus.lag("g-lanes", &[topics::MESSAGES]).await.unwrap() > 0 {
+        assert!(tokio::time::Instant::now() < deadline, "never committed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    let _ = task.await;
+    (handler, expected)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lanes_handle_partitions_at_once_and_each_partition_in_order() {
+    let (handler, expected) = consume_two_subjects(2).await;
+    assert_eq!(*handler.handled.lock().unwrap(), expected);
+    assert_eq!(handler.most_at_once.load(Ordering::SeqCst), 2);
+    assert!(!handler.a_subject_twice_at_once.load(Ordering::SeqCst));
+
+    // One lane: the same records, one at a time.
+    let (handler, expected) = consume_two_subjects(1).await;
+    assert_eq!(*handler.handled.lock().unwrap(), expected);
+    assert_eq!(handler.most_at_once.load(Ordering::SeqCst), 1);
 }

@@ -355,7 +355,9 @@ const REMEMBERED: usize = 100_000;
 /// at a time, so one write per batch, not per message, makes it
 /// searchable; the flush to disk happens once per run of deliveries.
 /// Redelivery after a restart (the memory is lost) writes the same points
-/// again: correct, only slower.
+/// again: correct, only slower. `handle` may run for several subjects at
+/// once (the group's lanes, `Group::lanes`): what it shares across them is
+/// that memory, behind a lock, and the index, which orders its writes.
 pub struct EpisodeProjection {
     log: SealedLog,
     embedder: Arc<dyn Embedder>,
