@@ -464,26 +464,37 @@ async fn the_consumer_commits_a_run_only_after_its_handler_flushed_it() {
     assert_eq!(handler.flushes.load(Ordering::SeqCst), 1);
 }
 
-/// Publishes `count` messages, runs a consumer over them in runs of
-/// `max_batch` until everything is committed, and returns the event ids in
-/// order.
-async fn consume_all(
-    count: usize,
-    max_batch: usize,
-    flush_interval: Option<Duration>,
+/// Publishes `count` messages for each subject of `subjects` (one
+/// conversation each), runs a consumer over them with the options as
+/// `configure` leaves them until everything is committed, and returns each
+/// subject's event ids in order.
+async fn consume(
+    subjects: &[(&str, usize)],
+    configure: impl FnOnce(&mut ConsumerOptions),
     handler: Arc<dyn EventHandler>,
-) -> Vec<EventId> {
+) -> HashMap<String, Vec<EventId>> {
     let db = db().await;
     let (store, bus) = store_and_bus(&db).await;
-    let s = subject("s1");
-    let events: Vec<_> = (0..count)
-        .map(|_| event("MessageReceived", Some(&s), "a"))
-        .collect();
-    let ids: Vec<EventId> = events.iter().map(|e| e.event_id).collect();
-    store
-        .append(&tenant("t1"), "c", ExpectedVersion::Any, events)
-        .await
-        .unwrap();
+    let mut ids = HashMap::new();
+    for (name, count) in subjects {
+        let s = subject(name);
+        let events: Vec<_> = (0..*count)
+            .map(|_| event("MessageReceived", Some(&s), "a"))
+            .collect();
+        ids.insert(
+            name.to_string(),
+            events.iter().map(|e| e.event_id).collect::<Vec<_>>(),
+        );
+        store
+            .append(
+                &tenant("t1"),
+                &format!("c-{name}"),
+                ExpectedVersion::Any,
+                events,
+            )
+            .await
+            .unwrap();
+    }
     Relay::new(
         store.clone(),
         bus.clone(),
@@ -495,8 +506,7 @@ async fn consume_all(
 
     let mut options = ConsumerOptions::new("g-all", &[topics::MESSAGES]);
     options.poll_timeout = Duration::from_millis(50);
-    options.max_batch = max_batch;
-    options.flush_interval = flush_interval;
+    configure(&mut options);
     let task = tokio::spawn(run_consumer(bus.clone(), options, handler));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while bus.lag("g-all", &[topics::MESSAGES]).await.unwrap() > 0 {
@@ -506,6 +516,23 @@ async fn consume_all(
     task.abort();
     let _ = task.await;
     ids
+}
+
+/// [`consume`] of `count` messages of one subject in runs of `max_batch`.
+async fn consume_all(
+    count: usize,
+    max_batch: usize,
+    flush_interval: Option<Duration>,
+    handler: Arc<dyn EventHandler>,
+) -> Vec<EventId> {
+    let configure = |options: &mut ConsumerOptions| {
+        options.max_batch = max_batch;
+        options.flush_interval = flush_interval;
+    };
+    consume(&[("s1", count)], configure, handler)
+        .await
+        .remove("s1")
+        .unwrap()
 }
 
 /// 40 messages in runs of 10, through a handler that buffers until its
@@ -608,51 +635,19 @@ impl EventHandler for Concurrent {
 /// consumed with `lanes`; returns the handler and each subject's ids in
 /// append order.
 async fn consume_two_subjects(lanes: usize) -> (Arc<Concurrent>, HashMap<String, Vec<EventId>>) {
-    let db = db().await;
-    let (store, bus) = store_and_bus(&db).await;
-    let t = tenant("t1");
+    // The bus of `store_and_bus` has two partitions.
     let partition = |name: &str| partition_for(&format!("t1/{name}"), 2);
-    let first = "s1".to_owned();
     let second = (2..)
         .map(|i| format!("s{i}"))
-        .find(|name| partition(name) != partition(&first))
+        .find(|name| partition(name) != partition("s1"))
         .unwrap();
-    let mut expected = HashMap::new();
-    for name in [&first, &second] {
-        let s = subject(name);
-        let events: Vec<_> = (0..30)
-            .map(|_| event("MessageReceived", Some(&s), "a"))
-            .collect();
-        expected.insert(
-            name.clone(),
-            events.iter().map(|e| e.event_id).collect::<Vec<_>>(),
-        );
-        store
-            .append(&t, &format!("c-{name}"), ExpectedVersion::Any, events)
-            .await
-            .unwrap();
-    }
-    Relay::new(
-        store.clone(),
-        bus.clone(),
-        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
-    )
-    .run_once()
-    .await
-    .unwrap();
-
     let handler = Arc::new(Concurrent::default());
-    let mut options = ConsumerOptions::new("g-lanes", &[topics::MESSAGES]);
-    options.poll_timeout = Duration::from_millis(50);
-    options.lanes = lanes;
-    let task = tokio::spawn(run_consumer(bus.clone(), options, handler.clone()));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while bus.lag("g-lanes", &[topics::MESSAGES]).await.unwrap() > 0 {
-        assert!(tokio::time::Instant::now() < deadline, "never committed");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    task.abort();
-    let _ = task.await;
+    let expected = consume(
+        &[("s1", 30), (&second, 30)],
+        |options| options.lanes = lanes,
+        handler.clone(),
+    )
+    .await;
     (handler, expected)
 }
 
