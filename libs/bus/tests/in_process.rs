@@ -125,6 +125,18 @@ async fn store_and_bus(db: &Db) -> (Arc<SqliteEventStore>, Arc<InProcessBus>) {
     )
 }
 
+/// Runs the relay once: what the store holds is on the bus.
+async fn publish_appended(db: &Db, store: &Arc<SqliteEventStore>, bus: &Arc<InProcessBus>) {
+    Relay::new(
+        store.clone(),
+        bus.clone(),
+        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
+    )
+    .run_once()
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn the_relay_publishes_committed_events_in_order_once_per_checkpoint() {
     let db = db().await;
@@ -331,14 +343,7 @@ async fn the_handler_runs_in_the_trace_of_the_appended_event() {
         )
         .await
         .unwrap();
-    Relay::new(
-        store.clone(),
-        bus.clone(),
-        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
-    )
-    .run_once()
-    .await
-    .unwrap();
+    publish_appended(&db, &store, &bus).await;
 
     let handler = Arc::new(TraceRecorder::default());
     let mut options = ConsumerOptions::new("g-trace", &[topics::MESSAGES]);
@@ -422,14 +427,7 @@ async fn the_consumer_commits_a_run_only_after_its_handler_flushed_it() {
         .append(&t, "c", ExpectedVersion::Any, events)
         .await
         .unwrap();
-    Relay::new(
-        store.clone(),
-        bus.clone(),
-        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
-    )
-    .run_once()
-    .await
-    .unwrap();
+    publish_appended(&db, &store, &bus).await;
 
     let handler = Arc::new(Buffering::default());
     handler.refuse.store(true, Ordering::SeqCst);
@@ -495,14 +493,7 @@ async fn consume(
             .await
             .unwrap();
     }
-    Relay::new(
-        store.clone(),
-        bus.clone(),
-        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
-    )
-    .run_once()
-    .await
-    .unwrap();
+    publish_appended(&db, &store, &bus).await;
 
     let mut options = ConsumerOptions::new("g-all", &[topics::MESSAGES]);
     options.poll_timeout = Duration::from_millis(50);
