@@ -90,7 +90,10 @@ async fn a_model_change_replays_the_log_into_a_new_collection_before_serving() {
     assert_eq!(search(&app, &token, "ana", "Lisbon").await.len(), 2);
     let second = active(app.dir.path());
     assert_ne!(first, second);
-    assert!(second.starts_with("mnemo_lexical-hash-v1__384"), "{second}");
+    assert!(
+        second.starts_with("p2_mnemo_lexical-hash-v1__384"),
+        "{second}"
+    );
     // The former collection stopped receiving erasures: it is gone.
     assert_eq!(collections(app.dir.path()), vec![second]);
 }
@@ -264,4 +267,83 @@ async fn a_model_change_fills_a_new_qdrant_collection_from_the_log() {
     assert_eq!(app.index.count(&acme, None).await.unwrap(), 2);
     // Nothing of the vectors is in the data dir: they are in Qdrant.
     assert!(!app.dir.path().join("vectors").exists());
+}
+
+/// A collection written under an earlier payload layout (named without
+/// this version's layout) is not served: its points lack what the filters
+/// lead with. The server replays the log into a collection of this layout
+/// before it answers, and deletes the former one.
+#[tokio::test]
+async fn a_collection_of_an_earlier_payload_layout_is_rebuilt_from_the_log() {
+    let app = spawn_app_in(tempfile::tempdir().unwrap(), MODEL_A).await;
+    let token = app.admin("acme");
+    app.memory(&token, "ivy", "Keeps bees on the roof").await;
+    app.memory(&token, "ivy", "Sings in a choir on Thursdays")
+        .await;
+    wait_searchable(&app, "acme", "ivy", 2).await;
+    let served = active(app.dir.path());
+    let dir = app.stop().await;
+    // What an earlier version named it: the space alone.
+    let former = mnemo_vector_index::collections::base_of(&served)
+        .strip_prefix(&format!("p{}_", mnemo_vector_index::payload::LAYOUT))
+        .unwrap()
+        .to_owned();
+    let vectors = dir.path().join("vectors");
+    std::fs::rename(vectors.join(&served), vectors.join(&former)).unwrap();
+    std::fs::write(vectors.join("ACTIVE"), &former).unwrap();
+
+    let app = spawn_app_in(dir, MODEL_A).await;
+    assert_eq!(search(&app, &token, "ivy", "bees").await.len(), 2);
+    let rebuilt = active(app.dir.path());
+    assert_eq!(
+        mnemo_vector_index::collections::base_of(&rebuilt),
+        mnemo_vector_index::payload::collection_name(&former)
+    );
+    assert_eq!(collections(app.dir.path()), vec![rebuilt]);
+}
+
+/// On a Qdrant server, the space's collection of an earlier payload layout
+/// is deleted once this layout's is filled: erasures no longer reach it.
+#[tokio::test]
+async fn the_qdrant_collection_of_an_earlier_payload_layout_is_deleted() {
+    let url = match std::env::var("TEST_QDRANT_URL") {
+        Ok(url) => url,
+        Err(_) => format!(
+            "http://{}",
+            mnemo_vector_index::qdrant_standin::start().await
+        ),
+    };
+    let prefix = format!("mnemo-test-{}-", uuid::Uuid::new_v4().simple());
+    let env = vec![
+        ("MNEMO_EMBED_DIMENSION", "256"),
+        ("MNEMO_QDRANT_URL", url.as_str()),
+        ("MNEMO_QDRANT_COLLECTION_PREFIX", prefix.as_str()),
+    ];
+    let mut qdrant = mnemo_vector_index::QdrantSettings::new(url.clone());
+    qdrant.collection_prefix = prefix.clone();
+    // A collection as an earlier version named it, holding a point.
+    let space = "mnemo_lexical-hash-v1__256";
+    mnemo_vector_index::QdrantVectorIndex::connect(&qdrant, space, 256)
+        .await
+        .unwrap();
+
+    let app = spawn_app_in(tempfile::tempdir().unwrap(), &env).await;
+    let token = app.admin("acme");
+    app.memory(&token, "kai", "Restores old sailing boats")
+        .await;
+    wait_searchable(&app, "acme", "kai", 1).await;
+    let spaces = mnemo_vector_index::QdrantVectorIndex::spaces(&qdrant)
+        .await
+        .unwrap();
+    assert_eq!(
+        spaces,
+        vec![mnemo_vector_index::payload::collection_name(space)]
+    );
+    let dir = app.stop().await;
+    drop(dir);
+    for space in spaces {
+        mnemo_vector_index::QdrantVectorIndex::drop_space(&qdrant, &space)
+            .await
+            .unwrap();
+    }
 }

@@ -18,7 +18,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use mnemo_config::Settings;
 use mnemo_retriever::reindex::{replay, Progress};
-use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
+use mnemo_vector_index::{payload, EdgeVectorIndex, VectorIndex};
 
 use crate::stores::open_log;
 use crate::vectors::{build_embedder, open_vector_index};
@@ -43,7 +43,7 @@ pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     let embedder = build_embedder(settings).await?;
     let (log, stores) = open_log(settings).await?;
     let space = embedder.space().clone();
-    let name = collections.new_generation(&space.collection_name());
+    let name = collections.new_generation(&payload::collection_name(&space.collection_name()));
     let marker = ReplayMarker::started(&space.model, space.dimension);
     collections.write_marker(&name, &marker)?;
     let dir = collections.path(&name);

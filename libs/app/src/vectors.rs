@@ -7,7 +7,7 @@ use mnemo_config::Settings;
 use mnemo_embed::{CachedEmbedder, Embedder, EmbedderKind, EmbedderStatus};
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_vector_index::collections::{Collections, ReplayMarker};
-use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
+use mnemo_vector_index::{payload, EdgeVectorIndex, VectorIndex};
 
 /// The embedder the settings ask for (see `mnemo-embed`'s `build`).
 pub async fn build_embedder(settings: &Settings) -> anyhow::Result<Arc<dyn Embedder>> {
@@ -58,7 +58,7 @@ pub async fn open_vector_index(
 ) -> anyhow::Result<Arc<EdgeVectorIndex>> {
     let space = embedder.space().clone();
     let collections = Collections::new(settings.data_dir.join("vectors"));
-    let opening = collections.plan(&space.collection_name())?;
+    let opening = collections.plan(&payload::collection_name(&space.collection_name()))?;
     if opening.catch_up_from.is_some() && collections.marker(&opening.name)?.is_none() {
         // Marked unfinished before the first point lands, so a crash
         // mid-build is caught up again at the next start.
@@ -118,10 +118,10 @@ pub async fn open_index(
             edge: Some(edge),
         });
     };
-    let space = embedder.space();
+    let space = embedder.space().clone();
     let index = mnemo_vector_index::QdrantVectorIndex::connect(
         qdrant,
-        &space.collection_name(),
+        &payload::collection_name(&space.collection_name()),
         space.dimension,
     )
     .await
@@ -143,6 +143,18 @@ pub async fn open_index(
             points = replayed.points,
             "Qdrant collection is current"
         );
+    }
+    // The space's collection under an earlier payload layout no longer
+    // receives erasures once this one serves: it goes, as the embedded
+    // mode's stale collections do. Every connect looks, so a crash between
+    // the replay and this is made good at the next start.
+    for former in payload::former_collection_names(&space.collection_name()) {
+        if mnemo_vector_index::QdrantVectorIndex::drop_space(qdrant, &former)
+            .await
+            .with_context(|| format!("cannot delete the former collection of {former}"))?
+        {
+            tracing::info!(space = %former, "deleted the collection of an earlier payload layout");
+        }
     }
     Ok(OpenedIndex { index, edge: None })
 }

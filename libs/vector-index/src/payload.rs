@@ -11,6 +11,36 @@ use serde_json::{json, Map, Value};
 
 use crate::{PointPayload, PointType, SearchFilter, VectorIndexError};
 
+/// The payload layout of the points this version writes and of the
+/// filters it sends; 2 added [`fields::MEMORY_SUBJECT`]. A collection is
+/// named after its layout ([`collection_name`]), so one written under an
+/// older layout, whose points lack what the filters now lead with, is not
+/// served: a new one is built from the log beside it, as for a new model.
+pub const LAYOUT: u32 = 2;
+
+/// The collection (embedded directory or Qdrant collection) of an
+/// embedding space's collection name under this version's [`LAYOUT`]:
+/// `model__384` → `p2_model__384`. A prefix, so the name still ends with
+/// the dimension and a generation suffix still follows it.
+pub fn collection_name(space: &str) -> String {
+    layout_collection_name(LAYOUT, space)
+}
+
+/// What earlier layouts named the space's collection (layout 1, before
+/// layouts were named: the space's name alone), oldest first.
+pub fn former_collection_names(space: &str) -> Vec<String> {
+    (1..LAYOUT)
+        .map(|layout| layout_collection_name(layout, space))
+        .collect()
+}
+
+fn layout_collection_name(layout: u32, space: &str) -> String {
+    match layout {
+        1 => space.to_owned(),
+        _ => format!("p{layout}_{space}"),
+    }
+}
+
 /// Payload keys.
 pub mod fields {
     pub const TENANT: &str = "tenant";
@@ -26,6 +56,12 @@ pub mod fields {
     pub const CREATED_AT: &str = "created_at";
     pub const UPDATED_AT: &str = "updated_at";
     pub const IMPORTANCE: &str = "importance";
+    /// The subject again, on memory points only: the one condition a
+    /// search of a subject's memories leads with. `subject` leads it to
+    /// every episode of the subject too, and `type` to every memory of the
+    /// tenant, each checked point by point; a long conversation made every
+    /// neighbour lookup of its consolidation a scan of its episodes.
+    pub const MEMORY_SUBJECT: &str = "memory_subject";
 }
 
 /// Payload indexes, as (field, Qdrant `field_schema` JSON): every field a
@@ -39,6 +75,7 @@ pub fn indexes() -> Vec<(&'static str, Value)> {
             json!({"type": "keyword", "is_tenant": true}),
         ),
         (fields::SUBJECT, json!({"type": "keyword"})),
+        (fields::MEMORY_SUBJECT, json!({"type": "keyword"})),
         (fields::TYPE, json!({"type": "keyword"})),
         (fields::KIND, json!({"type": "keyword"})),
         (fields::TAGS, json!({"type": "keyword"})),
@@ -60,6 +97,12 @@ pub fn to_json(payload: &PointPayload) -> Map<String, Value> {
     map.insert(fields::TENANT.into(), payload.tenant.as_str().into());
     map.insert(fields::SUBJECT.into(), payload.subject.as_str().into());
     map.insert(fields::TYPE.into(), payload.point_type.as_str().into());
+    if payload.point_type == PointType::Memory {
+        map.insert(
+            fields::MEMORY_SUBJECT.into(),
+            payload.subject.as_str().into(),
+        );
+    }
     map.insert(fields::KIND.into(), payload.kind.as_str().into());
     map.insert(fields::TAGS.into(), json!(payload.tags));
     map.insert(fields::STATE.into(), payload.state.as_str().into());
@@ -171,12 +214,25 @@ pub fn subject_filter(tenant: &TenantId, subject: &SubjectId) -> Value {
 /// a restriction to `ids` (the final fetch of a fused search).
 pub fn search_filter(tenant: &TenantId, filter: &SearchFilter, ids: Option<&[MemoryId]>) -> Value {
     let mut must = vec![tenant_condition(tenant)];
-    if let Some(subject) = &filter.subject {
-        must.push(json!({"key": fields::SUBJECT, "match": {"value": subject.as_str()}}));
-    }
     let wants = |t| filter.types.is_empty() && t == PointType::Memory || filter.types.contains(&t);
+    match (
+        &filter.subject,
+        wants(PointType::Memory),
+        wants(PointType::Episode),
+    ) {
+        // A subject's memories: one condition with exactly those points,
+        // which the engine iterates (see `fields::MEMORY_SUBJECT`).
+        (Some(subject), true, false) => {
+            must.push(json!({"key": fields::MEMORY_SUBJECT, "match": {"value": subject.as_str()}}))
+        }
+        (Some(subject), _, _) => {
+            must.push(json!({"key": fields::SUBJECT, "match": {"value": subject.as_str()}}))
+        }
+        (None, _, _) => {}
+    }
     match (wants(PointType::Memory), wants(PointType::Episode)) {
         (true, true) => {}
+        (true, false) if filter.subject.is_some() => {}
         // Memories, or points from before episodes (no type at all), as
         // conditions the engine can iterate through its type index: a
         // `must_not type = episode` could not lead the query, so a
@@ -296,6 +352,54 @@ mod tests {
             .as_array()
             .unwrap()
             .contains(&json!({"key": "type", "match": {"value": "episode"}})));
+    }
+
+    #[test]
+    fn only_memories_carry_their_subject_twice() {
+        let episode = to_json(&payload());
+        assert!(!episode.contains_key(fields::MEMORY_SUBJECT));
+        let memory = to_json(&PointPayload {
+            point_type: PointType::Memory,
+            ..payload()
+        });
+        assert_eq!(memory[fields::MEMORY_SUBJECT], "s1");
+        assert_eq!(from_json(&memory).unwrap().subject.as_str(), "s1");
+    }
+
+    #[test]
+    fn a_search_of_a_subjects_memories_leads_with_their_own_condition() {
+        let tenant = TenantId::parse("t9").unwrap();
+        let of_subject = SearchFilter {
+            subject: Some(SubjectId::parse("s1").unwrap()),
+            ..SearchFilter::default()
+        };
+        let memories = search_filter(&tenant, &of_subject, None);
+        let must = memories["must"].as_array().unwrap();
+        assert!(must.contains(&json!({"key": "memory_subject", "match": {"value": "s1"}})));
+        // Neither condition that would lead the engine through the
+        // subject's episodes or the tenant's memories.
+        assert!(!memories.to_string().contains("\"subject\""));
+        assert!(!memories.to_string().contains("\"type\""));
+        // Episodes too: the subject, as before.
+        let everything = SearchFilter {
+            types: vec![PointType::Memory, PointType::Episode],
+            ..of_subject
+        };
+        let everything = search_filter(&tenant, &everything, None);
+        assert!(everything["must"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"key": "subject", "match": {"value": "s1"}})));
+        assert!(!everything.to_string().contains("memory_subject"));
+    }
+
+    #[test]
+    fn a_layout_names_its_collections_and_knows_the_former_names() {
+        assert_eq!(collection_name("m__384"), format!("p{LAYOUT}_m__384"));
+        let former = former_collection_names("m__384");
+        assert_eq!(former.first().map(String::as_str), Some("m__384"));
+        assert_eq!(former.len() as u32, LAYOUT - 1);
+        assert!(!former.contains(&collection_name("m__384")));
     }
 
     #[test]

@@ -253,6 +253,31 @@ impl QdrantVectorIndex {
         Ok(())
     }
 
+    /// Deletes the collection of `space` under `settings.collection_prefix`
+    /// when the server has one; returns whether it did. For a space this
+    /// version no longer serves (a former payload layout's, see
+    /// `payload::collection_name`): it would keep an erased subject's points,
+    /// since erasures only reach the collection served.
+    pub async fn drop_space(
+        settings: &QdrantSettings,
+        space: &str,
+    ) -> Result<bool, VectorIndexError> {
+        let name = collection_name(&settings.collection_prefix, space)?;
+        let client = client(settings)?;
+        if !client
+            .collection_exists(name.as_str())
+            .await
+            .map_err(backend)?
+        {
+            return Ok(false);
+        }
+        client
+            .delete_collection(name.as_str())
+            .await
+            .map_err(backend)?;
+        Ok(true)
+    }
+
     /// Returns whether it created the collection.
     /// Creates the collection when missing (setting `made_here`), checks
     /// its shape and makes its payload indexes.
@@ -1419,6 +1444,7 @@ mod tests {
                 "created_at",
                 "importance",
                 "kind",
+                "memory_subject",
                 "session",
                 "state",
                 "subject",
@@ -1517,9 +1543,10 @@ mod tests {
         assert_eq!(query.limit, Some(7));
         let filter = query.filter.unwrap();
         tenant_first(&filter, "t1");
+        // A subject's memories: their own condition (`fields::MEMORY_SUBJECT`).
         assert_eq!(
             keyword_of(&filter.must[1]),
-            ("subject", &MatchValue::Keyword("alice".into()))
+            ("memory_subject", &MatchValue::Keyword("alice".into()))
         );
         assert_eq!(query.with_payload, with_payload(true));
         assert_eq!(query.with_vectors, with_vectors(true));

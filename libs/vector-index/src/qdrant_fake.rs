@@ -895,4 +895,24 @@ mod contract {
             ["a__16", "b__16"]
         );
     }
+
+    #[tokio::test]
+    async fn drop_space_deletes_only_that_space_and_says_whether_it_was_there() {
+        let settings = fresh_server().await;
+        for space in ["old__16", "p2_old__16"] {
+            QdrantVectorIndex::connect(&settings, space, DIMENSION)
+                .await
+                .unwrap();
+        }
+        assert!(QdrantVectorIndex::drop_space(&settings, "old__16")
+            .await
+            .unwrap());
+        assert_eq!(
+            QdrantVectorIndex::spaces(&settings).await.unwrap(),
+            ["p2_old__16"]
+        );
+        assert!(!QdrantVectorIndex::drop_space(&settings, "old__16")
+            .await
+            .unwrap());
+    }
 }

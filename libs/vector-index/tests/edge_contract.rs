@@ -159,6 +159,7 @@ async fn every_filterable_field_has_a_payload_index_after_reopen() {
             "created_at",
             "importance",
             "kind",
+            "memory_subject",
             "session",
             "state",
             "subject",

@@ -730,7 +730,9 @@ async fn load(
     let dir = settings
         .data_dir
         .join("vectors")
-        .join(space.collection_name());
+        .join(mnemo_vector_index::payload::collection_name(
+            &space.collection_name(),
+        ));
     let index = EdgeVectorIndex::open(&dir, space.dimension)
         .with_context(|| format!("cannot open {}", dir.display()))?;
     // One flush at the end instead of one per write.
