@@ -150,6 +150,27 @@ pub trait EventStore: Send + Sync + 'static {
         stream_ids: &[String],
     ) -> Result<Vec<RecordedEvent>, EventStoreError>;
 
+    /// The events of several streams, each only after its version (0: the
+    /// whole stream), grouped by stream in the order asked and in version
+    /// order within each: what a reader that holds each stream's fold up
+    /// to a version still needs. The default reads the whole streams and
+    /// drops the rest.
+    async fn read_streams_after(
+        &self,
+        tenant: &TenantId,
+        streams: &[(String, u64)],
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        let ids: Vec<String> = streams.iter().map(|(id, _)| id.clone()).collect();
+        let after: std::collections::HashMap<&str, u64> =
+            streams.iter().map(|(id, v)| (id.as_str(), *v)).collect();
+        Ok(self
+            .read_streams(tenant, &ids)
+            .await?
+            .into_iter()
+            .filter(|e| e.stream_version > after.get(e.stream_id.as_str()).copied().unwrap_or(0))
+            .collect())
+    }
+
     /// The events of a stream whose version is in `from..=to`, in version
     /// order: a message and its neighbours in a conversation, without
     /// reading the whole conversation (an episode's previous turn, a search

@@ -202,6 +202,22 @@ impl SealedLog {
         self.decode_all(events).await
     }
 
+    /// Several streams, each only past a version (streams not in `after`
+    /// whole), decoded (see [`EventStore::read_streams_after`]).
+    pub async fn read_streams_after(
+        &self,
+        tenant: &TenantId,
+        stream_ids: &[String],
+        after: &std::collections::HashMap<String, u64>,
+    ) -> Result<Vec<Decoded>, LogError> {
+        let streams: Vec<(String, u64)> = stream_ids
+            .iter()
+            .map(|id| (id.clone(), after.get(id).copied().unwrap_or(0)))
+            .collect();
+        let events = self.store.read_streams_after(tenant, &streams).await?;
+        self.decode_all(events).await
+    }
+
     pub async fn read_stream_range(
         &self,
         tenant: &TenantId,

@@ -243,6 +243,40 @@ impl EventStore for SqliteEventStore {
         Ok(crate::in_stream_order(stream_ids, events))
     }
 
+    async fn read_streams_after(
+        &self,
+        tenant: &TenantId,
+        streams: &[(String, u64)],
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        let mut events = Vec::new();
+        for part in streams.chunks(GET_EVENTS_CHUNK) {
+            let mut builder =
+                sqlx::QueryBuilder::new(format!("SELECT {COLUMNS} FROM events WHERE tenant_id = "));
+            builder.push_bind(tenant.as_str());
+            // One range of the (tenant, stream, version) index per stream.
+            builder.push(" AND (");
+            for (i, (stream_id, after)) in part.iter().enumerate() {
+                if i > 0 {
+                    builder.push(" OR ");
+                }
+                builder.push("(stream_id = ");
+                builder.push_bind(stream_id.as_str());
+                builder.push(" AND stream_version > ");
+                builder.push_bind(crate::version_bound(*after));
+                builder.push(")");
+            }
+            builder.push(")");
+            let rows = builder
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(backend)?;
+            events.extend(Self::decode_rows(rows)?);
+        }
+        let order: Vec<String> = streams.iter().map(|(id, _)| id.clone()).collect();
+        Ok(crate::in_stream_order(&order, events))
+    }
+
     async fn read_stream_range(
         &self,
         tenant: &TenantId,

@@ -870,6 +870,33 @@ where
         got.iter().map(|e| e.stream_id.clone()).collect::<Vec<_>>(),
         reversed
     );
+
+    // Only past a version per stream (0: the whole stream), in the order
+    // asked, the tenant's only.
+    let after: Vec<(String, u64)> = [
+        ("memory-1", 1),
+        ("memory-absent", 0),
+        ("memory-3", 2),
+        ("memory-2", 0),
+    ]
+    .map(|(s, v)| (s.to_owned(), v))
+    .to_vec();
+    let got = store.read_streams_after(&a, &after).await.unwrap();
+    assert_eq!(
+        got.iter()
+            .map(|e| (e.stream_id.as_str(), e.stream_version))
+            .collect::<Vec<_>>(),
+        [("memory-1", 2), ("memory-1", 3), ("memory-2", 1)]
+    );
+    assert!(got.iter().all(|e| e.tenant == a));
+    assert_eq!(got[0], store.read_stream(&a, "memory-1").await.unwrap()[1]);
+    let many_after: Vec<(String, u64)> = reversed.iter().map(|s| (s.clone(), 0)).collect();
+    let got = store.read_streams_after(&a, &many_after).await.unwrap();
+    assert_eq!(
+        got.iter().map(|e| e.stream_id.clone()).collect::<Vec<_>>(),
+        reversed
+    );
+    assert!(store.read_streams_after(&a, &[]).await.unwrap().is_empty());
 }
 
 fn stream_append(

@@ -1,8 +1,11 @@
 //! The memory projection: memory events in, read-model rows and vector
-//! points out. For each event it re-reads and folds the memory's whole
-//! stream, which makes the handler idempotent and indifferent to redelivery
-//! or reordering: the row and the point always become the stream's latest
-//! state. Content is embedded only when it changed; a state change (archive,
+//! points out. For each event it folds the memory's stream up to its
+//! latest event, which makes the handler idempotent and indifferent to
+//! redelivery or reordering: the row and the point always become the
+//! stream's latest state. A run's read-ahead folds onto the memory's
+//! readable row (the fold up to its version) only the events after it, so
+//! a memory reinforced a thousand times is not read a thousand events deep
+//! at every reinforcement; without a row, or with a gap, the whole stream. Content is embedded only when it changed; a state change (archive,
 //! restore) only rewrites the point's payload.
 //!
 //! Key decisions: the read-model row of a memory is written only after its
@@ -45,6 +48,8 @@ pub struct MemoryProjection {
     streams_read: std::sync::atomic::AtomicU64,
     /// Of those, the ones a run's read-ahead supplied.
     streams_read_ahead: std::sync::atomic::AtomicU64,
+    /// Events the read-ahead opened and folded for them.
+    events_folded: std::sync::atomic::AtomicU64,
 }
 
 /// A memory stream read ahead for a run, with what `handle` would have
@@ -52,8 +57,43 @@ pub struct MemoryProjection {
 /// memory's read-model row.
 struct Prepared {
     generation: Option<u32>,
+    /// The stream's events: all of them, or, when `row` is readable, only
+    /// those after its version (see [`fold_onto`]).
     stream: Vec<Decoded>,
     row: Option<Memory>,
+    /// `stream` holds only the events after `row`'s version.
+    after_row: bool,
+}
+
+impl Prepared {
+    /// The latest version this read saw: the stream's last event, or the
+    /// row's when nothing came after it.
+    fn version(&self) -> u64 {
+        let row = match (&self.row, self.after_row) {
+            (Some(row), true) => row.version,
+            _ => 0,
+        };
+        self.stream
+            .last()
+            .map_or(row, |d| d.recorded.stream_version.max(row))
+    }
+}
+
+/// `row` (the fold of its stream up to its version) with `newer` applied:
+/// the fold of the whole stream, without reading and opening what the row
+/// already holds. A memory reinforced again and again would otherwise cost
+/// its whole history at every reinforcement. `None` when `newer` does not
+/// follow the row without a gap (then the whole stream is folded).
+fn fold_onto(mut row: Memory, newer: &[Decoded]) -> Option<Memory> {
+    for decoded in newer {
+        if decoded.recorded.stream_version != row.version + 1 {
+            return None;
+        }
+        row.apply(&decoded.event);
+        row.version = decoded.recorded.stream_version;
+        row.updated_at = decoded.recorded.recorded_at;
+    }
+    Some(row)
 }
 
 /// A row waiting for its point to be durable.
@@ -104,6 +144,7 @@ impl MemoryProjection {
             prepared: Mutex::default(),
             streams_read: Default::default(),
             streams_read_ahead: Default::default(),
+            events_folded: Default::default(),
         }
     }
 
@@ -111,6 +152,13 @@ impl MemoryProjection {
     /// the events handled when a run holds several events of one memory.
     pub fn streams_read(&self) -> u64 {
         self.streams_read.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// How many events the read-ahead opened and folded: those after a
+    /// readable row's version, or the whole stream of a memory without one.
+    pub fn events_folded(&self) -> u64 {
+        self.events_folded
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Of [`Self::streams_read`], how many the run's read-ahead
@@ -164,17 +212,9 @@ impl MemoryProjection {
                     streams.push(event.stream_id.clone());
                 }
             }
-            let mut read: HashMap<String, Vec<Decoded>> = HashMap::new();
-            for decoded in self
-                .log
-                .read_streams(tenant, &streams)
-                .await
-                .map_err(retryable)?
-            {
-                read.entry(decoded.recorded.stream_id.clone())
-                    .or_default()
-                    .push(decoded);
-            }
+            // Rows before streams: a readable row is the fold of its
+            // stream up to its version, so only the events after it are
+            // opened and decoded.
             let ids: Vec<MemoryId> = streams
                 .iter()
                 .filter_map(|s| streams::memory_id(s))
@@ -187,6 +227,22 @@ impl MemoryProjection {
                 .into_iter()
                 .map(|row| (row.id, row))
                 .collect();
+            let after: HashMap<String, u64> = rows
+                .values()
+                .filter(|row| row.content.as_text().is_some())
+                .map(|row| (streams::memory(&row.id), row.version))
+                .collect();
+            let mut read: HashMap<String, Vec<Decoded>> = HashMap::new();
+            for decoded in self
+                .log
+                .read_streams_after(tenant, &streams, &after)
+                .await
+                .map_err(retryable)?
+            {
+                read.entry(decoded.recorded.stream_id.clone())
+                    .or_default()
+                    .push(decoded);
+            }
             let mut prepared = self.prepared();
             for stream_id in streams {
                 let generation = subject_of
@@ -197,11 +253,12 @@ impl MemoryProjection {
                 let row = streams::memory_id(&stream_id).and_then(|id| rows.remove(&id));
                 let stream = read.remove(&stream_id).unwrap_or_default();
                 prepared.insert(
-                    (tenant.clone(), stream_id),
+                    (tenant.clone(), stream_id.clone()),
                     Prepared {
                         generation,
                         stream,
                         row,
+                        after_row: after.contains_key(&stream_id),
                     },
                 );
             }
@@ -404,18 +461,25 @@ impl EventHandler for MemoryProjection {
         let prepared = self
             .prepared()
             .remove(&(event.tenant.clone(), event.stream_id.clone()))
-            .filter(|p| {
-                p.stream
-                    .last()
-                    .is_some_and(|d| d.recorded.stream_version >= event.stream_version)
-            });
+            .filter(|p| p.version() >= event.stream_version);
+        // The row the read-ahead found, with what came after it.
+        let onto_row = prepared
+            .as_ref()
+            .filter(|p| p.after_row)
+            .and_then(|p| fold_onto(p.row.clone()?, &p.stream));
         let (generation, stream, prepared_row) = match prepared {
-            Some(prepared) => {
+            Some(prepared) if onto_row.is_some() || !prepared.after_row => {
                 self.streams_read_ahead
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.events_folded.fetch_add(
+                    prepared.stream.len() as u64,
+                    std::sync::atomic::Ordering::Relaxed,
+                );
                 (prepared.generation, prepared.stream, Some(prepared.row))
             }
-            None => {
+            // Not read ahead, or what came after the row does not follow
+            // it: the whole stream.
+            _ => {
                 // The key's generation is read before the stream: content
                 // found readable was then read under it (or the erasure
                 // came between, and the flush refuses the row), never under
@@ -436,12 +500,16 @@ impl EventHandler for MemoryProjection {
         };
         self.streams_read
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let Some(memory) = Memory::fold(
-            subject,
-            stream
-                .iter()
-                .map(|d| (&d.event, d.recorded.stream_version, d.recorded.recorded_at)),
-        ) else {
+        let folded = match onto_row {
+            Some(memory) => Some(memory),
+            None => Memory::fold(
+                subject,
+                stream
+                    .iter()
+                    .map(|d| (&d.event, d.recorded.stream_version, d.recorded.recorded_at)),
+            ),
+        };
+        let Some(memory) = folded else {
             return Ok(());
         };
         let key = (event.tenant.clone(), memory.id);

@@ -13,11 +13,12 @@ use async_trait::async_trait;
 use mnemo_bus::EventHandler;
 use mnemo_crypto::{MemorySubjectKeyStore, SubjectCipher};
 use mnemo_domain::events::{
-    streams, MemoryCreated, MemoryRevised, MemoryStateChanged, MessageReceived, Role,
+    streams, MemoryCreated, MemoryReinforced, MemoryRevised, MemoryStateChanged, MessageReceived,
+    Role,
 };
 use mnemo_domain::{
-    DomainEvent, EventId, EventMetadata, MemoryId, MemoryKind, MemoryState, Producer, Provenance,
-    RecordedEvent, SubjectId, SubjectText, TenantId,
+    DomainEvent, EventId, EventMetadata, Memory, MemoryId, MemoryKind, MemoryState, Producer,
+    Provenance, RecordedEvent, SubjectId, SubjectText, TenantId,
 };
 use mnemo_embed::{EmbedError, Embedder, EmbeddingSpace, LexicalEmbedder};
 use mnemo_event_store::sealed::{Pending, SealedLog};
@@ -408,6 +409,80 @@ async fn a_run_read_ahead_projects_what_one_by_one_does() {
     again.flush().await.unwrap();
     assert_eq!(again.streams_read_ahead(), 3);
     assert_eq!(fx.embedder.calls.load(Ordering::SeqCst), calls);
+}
+
+/// A memory reinforced run after run: each run's read-ahead opens only the
+/// events after the memory's row, not its whole history again, and the row
+/// is still the fold of the whole stream.
+#[tokio::test]
+async fn a_run_folds_onto_the_row_only_the_events_after_it() {
+    let fx = Fixture::new().await;
+    let first = fx.said("I drink tea every morning").await;
+    let (id, created) = fx.create_from("The user drinks tea", vec![first]).await;
+    let projection = fx.projection();
+    let mut run = vec![created];
+    let mut sources = vec![first];
+    for round in 0..6 {
+        projection.prepare(&run).await.unwrap();
+        for event in &run {
+            projection.handle(event).await.unwrap();
+        }
+        projection.flush().await.unwrap();
+        // The first run has no row yet: its whole stream (one event); every
+        // later run only its own two events.
+        assert_eq!(projection.events_folded(), 1 + 2 * round);
+        let source = fx.said(&format!("Tea again, cup {round}")).await;
+        sources.push(source);
+        let reinforced = fx
+            .append(
+                &id,
+                DomainEvent::MemoryReinforced(MemoryReinforced {
+                    source_event_ids: vec![source],
+                    similarity: 0.97,
+                }),
+            )
+            .await;
+        let archived = fx
+            .append(
+                &id,
+                if round % 2 == 0 {
+                    DomainEvent::MemoryArchived(MemoryStateChanged::default())
+                } else {
+                    DomainEvent::MemoryRestored(MemoryStateChanged::default())
+                },
+            )
+            .await;
+        run = vec![reinforced, archived];
+    }
+    let row = fx.read_model.get(&fx.tenant, &id).await.unwrap().unwrap();
+    let stream = fx
+        .log
+        .read_stream(&fx.tenant, &streams::memory(&id))
+        .await
+        .unwrap();
+    let whole = Memory::fold(
+        &fx.subject,
+        stream
+            .iter()
+            .map(|d| (&d.event, d.recorded.stream_version, d.recorded.recorded_at)),
+    )
+    .unwrap();
+    // Five runs of the six reinforced it (the last is still unprojected).
+    assert_eq!(row.version, 1 + 2 * 5);
+    assert_eq!(row.reinforcements, 5);
+    assert_eq!(row.provenance.source_event_ids, sources[..6].to_vec());
+    assert_eq!(row.state, MemoryState::Archived);
+    assert_eq!(whole.version, 1 + 2 * 6);
+    assert_eq!(whole.state, MemoryState::Active);
+    let rest = fx.projection();
+    rest.prepare(&run).await.unwrap();
+    for event in &run {
+        rest.handle(event).await.unwrap();
+    }
+    rest.flush().await.unwrap();
+    assert_eq!(rest.events_folded(), 2);
+    let row = fx.read_model.get(&fx.tenant, &id).await.unwrap().unwrap();
+    assert_eq!(row, whole);
 }
 
 /// A stream read ahead before one of its events was appended is not used
