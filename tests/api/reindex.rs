@@ -228,11 +228,9 @@ async fn a_second_server_on_the_same_data_dir_is_refused() {
     assert!(error.contains("a data dir of its own"), "{error}");
 }
 
-/// With a Qdrant server (here the stand-in over qdrant-edge, the real one
-/// when `TEST_QDRANT_URL` is set), a new embedding space is a new
-/// collection, filled from the log before the server answers.
-#[tokio::test]
-async fn a_model_change_fills_a_new_qdrant_collection_from_the_log() {
+/// The Qdrant server's URL (`TEST_QDRANT_URL`, else the stand-in's) and a
+/// collection prefix of the test's own.
+async fn qdrant_server() -> (String, String) {
     let url = match std::env::var("TEST_QDRANT_URL") {
         Ok(url) => url,
         Err(_) => format!(
@@ -241,6 +239,15 @@ async fn a_model_change_fills_a_new_qdrant_collection_from_the_log() {
         ),
     };
     let prefix = format!("mnemo-test-{}-", uuid::Uuid::new_v4().simple());
+    (url, prefix)
+}
+
+/// With a Qdrant server (here the stand-in over qdrant-edge, the real one
+/// when `TEST_QDRANT_URL` is set), a new embedding space is a new
+/// collection, filled from the log before the server answers.
+#[tokio::test]
+async fn a_model_change_fills_a_new_qdrant_collection_from_the_log() {
+    let (url, prefix) = qdrant_server().await;
     let with = |dimension: &'static str| {
         vec![
             ("MNEMO_EMBED_DIMENSION", dimension),
@@ -306,14 +313,7 @@ async fn a_collection_of_an_earlier_payload_layout_is_rebuilt_from_the_log() {
 /// is deleted once this layout's is filled: erasures no longer reach it.
 #[tokio::test]
 async fn the_qdrant_collection_of_an_earlier_payload_layout_is_deleted() {
-    let url = match std::env::var("TEST_QDRANT_URL") {
-        Ok(url) => url,
-        Err(_) => format!(
-            "http://{}",
-            mnemo_vector_index::qdrant_standin::start().await
-        ),
-    };
-    let prefix = format!("mnemo-test-{}-", uuid::Uuid::new_v4().simple());
+    let (url, prefix) = qdrant_server().await;
     let env = vec![
         ("MNEMO_EMBED_DIMENSION", "256"),
         ("MNEMO_QDRANT_URL", url.as_str()),
