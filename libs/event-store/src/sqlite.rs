@@ -222,25 +222,8 @@ impl EventStore for SqliteEventStore {
         tenant: &TenantId,
         stream_ids: &[String],
     ) -> Result<Vec<RecordedEvent>, EventStoreError> {
-        let mut events = Vec::new();
-        for part in stream_ids.chunks(GET_EVENTS_CHUNK) {
-            let mut builder =
-                sqlx::QueryBuilder::new(format!("SELECT {COLUMNS} FROM events WHERE tenant_id = "));
-            builder.push_bind(tenant.as_str());
-            builder.push(" AND stream_id IN (");
-            let mut list = builder.separated(", ");
-            for stream_id in part {
-                list.push_bind(stream_id.as_str());
-            }
-            builder.push(")");
-            let rows = builder
-                .build()
-                .fetch_all(&self.pool)
-                .await
-                .map_err(backend)?;
-            events.extend(Self::decode_rows(rows)?);
-        }
-        Ok(crate::in_stream_order(stream_ids, events))
+        let whole: Vec<(String, u64)> = stream_ids.iter().map(|id| (id.clone(), 0)).collect();
+        self.read_streams_after(tenant, &whole).await
     }
 
     async fn read_streams_after(
