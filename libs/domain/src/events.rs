@@ -827,11 +827,34 @@ impl Memory {
             let Some(memory) = memory.as_mut() else {
                 continue;
             };
-            memory.apply(event);
-            memory.version = version;
-            memory.updated_at = at;
+            memory.advance(event, version, at);
         }
         memory
+    }
+
+    /// This memory, the fold of its stream up to its version, with `newer`
+    /// (the stream's events after that version, as [`Memory::fold`] takes
+    /// them) applied: the fold of the whole stream without the events it
+    /// already holds. None when `newer` does not follow its version
+    /// without a gap.
+    pub fn fold_onto<'a>(
+        mut self,
+        newer: impl IntoIterator<Item = (&'a DomainEvent, u64, DateTime<Utc>)>,
+    ) -> Option<Memory> {
+        for (event, version, at) in newer {
+            if version != self.version + 1 {
+                return None;
+            }
+            self.advance(event, version, at);
+        }
+        Some(self)
+    }
+
+    /// One event of the stream after the creation, at `version`.
+    fn advance(&mut self, event: &DomainEvent, version: u64, at: DateTime<Utc>) {
+        self.apply(event);
+        self.version = version;
+        self.updated_at = at;
     }
 
     /// Whether the memory's subject was erased (see [`Memory::fold`]).
@@ -1120,6 +1143,37 @@ mod tests {
         assert_eq!(memory.state, MemoryState::Deleted);
         assert_eq!(memory.version, 3);
         assert_eq!(memory.kind, MemoryKind::Preference);
+    }
+
+    #[test]
+    fn folding_onto_a_prefix_is_folding_the_whole_stream_and_refuses_a_gap() {
+        let subject = SubjectId::parse("s1").unwrap();
+        let (then, later) = (Utc::now(), Utc::now() + chrono::Duration::seconds(5));
+        let created = created();
+        let revised = DomainEvent::MemoryRevised(MemoryRevised {
+            content: Some(SubjectText::new("likes oolong tea")),
+            ..Default::default()
+        });
+        let archived = DomainEvent::MemoryArchived(MemoryStateChanged::default());
+        let whole = Memory::fold(
+            &subject,
+            [
+                (&created, 1, then),
+                (&revised, 2, then),
+                (&archived, 3, later),
+            ],
+        )
+        .unwrap();
+        let prefix = Memory::fold(&subject, [(&created, 1, then)]).unwrap();
+        let onto = prefix
+            .clone()
+            .fold_onto([(&revised, 2, then), (&archived, 3, later)])
+            .unwrap();
+        assert_eq!(onto, whole);
+        assert_eq!(onto.updated_at, later);
+        assert_eq!(prefix.clone().fold_onto([]), Some(prefix.clone()));
+        // Version 2 missing: not the whole stream's fold.
+        assert_eq!(prefix.fold_onto([(&archived, 3, later)]), None);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! stream's latest state. A run's read-ahead folds onto the memory's
 //! readable row (the fold up to its version) only the events after it, so
 //! a memory reinforced a thousand times is not read a thousand events deep
-//! at every reinforcement; without a row, or with a gap, the whole stream. Content is embedded only when it changed; a state change (archive,
+//! at every reinforcement; without a row, or with a gap, the whole stream.
+//! Content is embedded only when it changed; a state change (archive,
 //! restore) only rewrites the point's payload.
 //!
 //! Key decisions: the read-model row of a memory is written only after its
@@ -77,23 +78,6 @@ impl Prepared {
             .last()
             .map_or(row, |d| d.recorded.stream_version.max(row))
     }
-}
-
-/// `row` (the fold of its stream up to its version) with `newer` applied:
-/// the fold of the whole stream, without reading and opening what the row
-/// already holds. A memory reinforced again and again would otherwise cost
-/// its whole history at every reinforcement. `None` when `newer` does not
-/// follow the row without a gap (then the whole stream is folded).
-fn fold_onto(mut row: Memory, newer: &[Decoded]) -> Option<Memory> {
-    for decoded in newer {
-        if decoded.recorded.stream_version != row.version + 1 {
-            return None;
-        }
-        row.apply(&decoded.event);
-        row.version = decoded.recorded.stream_version;
-        row.updated_at = decoded.recorded.recorded_at;
-    }
-    Some(row)
 }
 
 /// A row waiting for its point to be durable.
@@ -463,10 +447,13 @@ impl EventHandler for MemoryProjection {
             .remove(&(event.tenant.clone(), event.stream_id.clone()))
             .filter(|p| p.version() >= event.stream_version);
         // The row the read-ahead found, with what came after it.
-        let onto_row = prepared
-            .as_ref()
-            .filter(|p| p.after_row)
-            .and_then(|p| fold_onto(p.row.clone()?, &p.stream));
+        let onto_row = prepared.as_ref().filter(|p| p.after_row).and_then(|p| {
+            p.row.clone()?.fold_onto(
+                p.stream
+                    .iter()
+                    .map(|d| (&d.event, d.recorded.stream_version, d.recorded.recorded_at)),
+            )
+        });
         let (generation, stream, prepared_row) = match prepared {
             Some(prepared) if onto_row.is_some() || !prepared.after_row => {
                 self.streams_read_ahead

@@ -61,6 +61,15 @@ impl Embedder for Counting {
     }
 }
 
+/// Projects `run` as the consumer does: read ahead, each event, flush.
+async fn project(projection: &MemoryProjection, run: &[RecordedEvent]) {
+    projection.prepare(run).await.unwrap();
+    for event in run {
+        projection.handle(event).await.unwrap();
+    }
+    projection.flush().await.unwrap();
+}
+
 struct Fixture {
     _dir: tempfile::TempDir,
     log: SealedLog,
@@ -371,11 +380,7 @@ async fn a_run_read_ahead_projects_what_one_by_one_does() {
     let run = [created, goats_created, revised, boats_created];
 
     let ahead = fx.projection();
-    ahead.prepare(&run).await.unwrap();
-    for event in &run {
-        ahead.handle(event).await.unwrap();
-    }
-    ahead.flush().await.unwrap();
+    project(&ahead, &run).await;
     // Every memory came from the read-ahead, each read once.
     assert_eq!(ahead.streams_read(), 3);
     assert_eq!(ahead.streams_read_ahead(), 3);
@@ -402,11 +407,7 @@ async fn a_run_read_ahead_projects_what_one_by_one_does() {
     // nothing is embedded again.
     let calls = fx.embedder.calls.load(Ordering::SeqCst);
     let again = fx.projection();
-    again.prepare(&run).await.unwrap();
-    for event in &run {
-        again.handle(event).await.unwrap();
-    }
-    again.flush().await.unwrap();
+    project(&again, &run).await;
     assert_eq!(again.streams_read_ahead(), 3);
     assert_eq!(fx.embedder.calls.load(Ordering::SeqCst), calls);
 }
@@ -423,11 +424,7 @@ async fn a_run_folds_onto_the_row_only_the_events_after_it() {
     let mut run = vec![created];
     let mut sources = vec![first];
     for round in 0..6 {
-        projection.prepare(&run).await.unwrap();
-        for event in &run {
-            projection.handle(event).await.unwrap();
-        }
-        projection.flush().await.unwrap();
+        project(&projection, &run).await;
         // The first run has no row yet: its whole stream (one event); every
         // later run only its own two events.
         assert_eq!(projection.events_folded(), 1 + 2 * round);
@@ -475,11 +472,7 @@ async fn a_run_folds_onto_the_row_only_the_events_after_it() {
     assert_eq!(whole.version, 1 + 2 * 6);
     assert_eq!(whole.state, MemoryState::Active);
     let rest = fx.projection();
-    rest.prepare(&run).await.unwrap();
-    for event in &run {
-        rest.handle(event).await.unwrap();
-    }
-    rest.flush().await.unwrap();
+    project(&rest, &run).await;
     assert_eq!(rest.events_folded(), 2);
     let row = fx.read_model.get(&fx.tenant, &id).await.unwrap().unwrap();
     assert_eq!(row, whole);
