@@ -231,24 +231,24 @@ impl EventStore for SqliteEventStore {
         tenant: &TenantId,
         streams: &[(String, u64)],
     ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        // A stream asked twice is read once (from the lower version): the
+        // join would return its events once per mention.
+        let mut from: std::collections::HashMap<&str, u64> =
+            std::collections::HashMap::with_capacity(streams.len());
+        for (stream_id, after) in streams {
+            from.entry(stream_id.as_str())
+                .and_modify(|v| *v = (*v).min(*after))
+                .or_insert(*after);
+        }
+        let unique: Vec<(String, u64)> = streams
+            .iter()
+            .filter_map(|(stream_id, _)| {
+                Some((stream_id.clone(), from.remove(stream_id.as_str())?))
+            })
+            .collect();
         let mut events = Vec::new();
-        for part in streams.chunks(GET_EVENTS_CHUNK) {
-            let mut builder =
-                sqlx::QueryBuilder::new(format!("SELECT {COLUMNS} FROM events WHERE tenant_id = "));
-            builder.push_bind(tenant.as_str());
-            // One range of the (tenant, stream, version) index per stream.
-            builder.push(" AND (");
-            for (i, (stream_id, after)) in part.iter().enumerate() {
-                if i > 0 {
-                    builder.push(" OR ");
-                }
-                builder.push("(stream_id = ");
-                builder.push_bind(stream_id.as_str());
-                builder.push(" AND stream_version > ");
-                builder.push_bind(crate::version_bound(*after));
-                builder.push(")");
-            }
-            builder.push(")");
+        for part in unique.chunks(GET_EVENTS_CHUNK) {
+            let mut builder = streams_after_query("", tenant, part);
             let rows = builder
                 .build()
                 .fetch_all(&self.pool)
@@ -459,6 +459,39 @@ impl EventStore for SqliteEventStore {
         let _ =
             tokio::time::timeout(timeout, receiver.wait_for(|head| *head > after_position)).await;
     }
+}
+
+/// The events of `streams` (tenant's, each after its version), in no
+/// particular order, as one statement after `prefix`: one range of the
+/// (tenant, stream, version) index per stream, looked up from a table of
+/// the wanted streams. An OR of the ranges would do for a few streams, but
+/// SQLite (no statistics) plans an OR of a few dozen as a scan of all the
+/// tenant's events (27-60 ms a read-ahead under the pipeline bench,
+/// against 0.4 ms this way). CROSS JOIN keeps `wanted` the outer loop.
+fn streams_after_query<'a>(
+    prefix: &str,
+    tenant: &'a TenantId,
+    streams: &'a [(String, u64)],
+) -> sqlx::QueryBuilder<'a, sqlx::Sqlite> {
+    let mut builder = sqlx::QueryBuilder::new(format!(
+        "{prefix}WITH wanted (wanted_stream, wanted_after) AS (VALUES "
+    ));
+    for (i, (stream_id, after)) in streams.iter().enumerate() {
+        if i > 0 {
+            builder.push(", ");
+        }
+        builder.push("(");
+        builder.push_bind(stream_id.as_str());
+        builder.push(", ");
+        builder.push_bind(crate::version_bound(*after));
+        builder.push(")");
+    }
+    builder.push(format!(
+        ") SELECT {COLUMNS} FROM wanted CROSS JOIN events ON events.tenant_id = "
+    ));
+    builder.push_bind(tenant.as_str());
+    builder.push(" AND events.stream_id = wanted_stream AND events.stream_version > wanted_after");
+    builder
 }
 
 /// Opens the database at `path` and returns the event store over it.
@@ -787,4 +820,34 @@ async fn insert_events(
         }
     }
     Ok(positions)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plan of a read-ahead over many streams: one index range per
+    /// stream, never a scan of the tenant's events.
+    #[tokio::test]
+    async fn a_read_of_many_streams_after_versions_searches_one_range_per_stream() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("events.db")).await.unwrap();
+        let tenant = TenantId::parse("t").unwrap();
+        let streams: Vec<(String, u64)> = (0..60).map(|i| (format!("memory-{i}"), 3)).collect();
+        let plan: Vec<String> = streams_after_query("EXPLAIN QUERY PLAN ", &tenant, &streams)
+            .build()
+            .fetch_all(&store.pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get::<String, _>("detail"))
+            .collect();
+        let on_events: Vec<&String> = plan.iter().filter(|d| d.contains("events")).collect();
+        assert_eq!(on_events.len(), 1, "{plan:?}");
+        assert!(
+            on_events[0].starts_with("SEARCH events USING")
+                && on_events[0].contains("(tenant_id=? AND stream_id=? AND stream_version>?)"),
+            "{plan:?}"
+        );
+    }
 }

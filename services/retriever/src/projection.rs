@@ -439,6 +439,25 @@ impl EventHandler for MemoryProjection {
         if folded {
             return Ok(());
         }
+        // Projected by an earlier run: its read-ahead folded events that
+        // were committed with the ones it carried, and the row the
+        // read-ahead found is at this event's version or later. The check
+        // reads the entry without taking it, so every such event of the
+        // run returns here; taking it at the first sent the next one to
+        // read the memory's whole stream again (a group's reinforcements
+        // of one memory commit together but may reach the bus in two runs).
+        let projected = self
+            .prepared()
+            .get(&(event.tenant.clone(), event.stream_id.clone()))
+            .is_some_and(|p| {
+                p.after_row
+                    && p.row
+                        .as_ref()
+                        .is_some_and(|row| row.version >= event.stream_version)
+            });
+        if projected {
+            return Ok(());
+        }
         // Read ahead with the run, when it holds this event (a stream read
         // before the event was appended does not: never here, since the
         // relay publishes committed events, but cheap to check).

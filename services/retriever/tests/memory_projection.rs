@@ -404,11 +404,13 @@ async fn a_run_read_ahead_projects_what_one_by_one_does() {
     assert_eq!(fx.found("goats").await, vec![goats]);
 
     // A redelivery of the run, read ahead again, finds the rows current:
-    // nothing is embedded again.
+    // they answer it alone (no stream is folded) and nothing is embedded
+    // again.
     let calls = fx.embedder.calls.load(Ordering::SeqCst);
     let again = fx.projection();
     project(&again, &run).await;
-    assert_eq!(again.streams_read_ahead(), 3);
+    assert_eq!(again.streams_read(), 0);
+    assert_eq!(again.events_folded(), 0);
     assert_eq!(fx.embedder.calls.load(Ordering::SeqCst), calls);
 }
 
@@ -501,6 +503,53 @@ async fn a_read_ahead_older_than_the_event_is_read_again() {
     let row = fx.read_model.get(&fx.tenant, &id).await.unwrap().unwrap();
     assert_eq!(row.version, 2);
     assert_eq!(row.content.as_text(), Some("The user likes pears"));
+}
+
+/// A memory's events committed together but delivered in two runs: the
+/// first run's read-ahead projected them all, so the second run reads
+/// nothing of the memory's stream beyond its row, for any of its events.
+#[tokio::test]
+async fn events_an_earlier_run_projected_are_not_read_again() {
+    let fx = Fixture::new().await;
+    let first = fx.said("I drink tea every morning").await;
+    let (id, created) = fx.create_from("The user drinks tea", vec![first]).await;
+    let mut later = Vec::new();
+    for cup in 0..3 {
+        let source = fx.said(&format!("Tea again, cup {cup}")).await;
+        let reinforced = fx
+            .append(
+                &id,
+                DomainEvent::MemoryReinforced(MemoryReinforced {
+                    source_event_ids: vec![source],
+                    similarity: 0.97,
+                }),
+            )
+            .await;
+        later.push(reinforced);
+    }
+    let projection = fx.projection();
+    project(&projection, &[created]).await;
+    // The first run read the whole stream ahead: all four events.
+    assert_eq!(projection.events_folded(), 4);
+    assert_eq!(
+        fx.read_model
+            .get(&fx.tenant, &id)
+            .await
+            .unwrap()
+            .unwrap()
+            .version,
+        4
+    );
+    let read = projection.streams_read();
+    project(&projection, &later).await;
+    // The second run found the row at version 4 for each of its events:
+    // no stream was read or folded again, ahead or whole.
+    assert_eq!(projection.streams_read(), read);
+    assert_eq!(projection.events_folded(), 4);
+    assert_eq!(projection.streams_read(), projection.streams_read_ahead());
+    let row = fx.read_model.get(&fx.tenant, &id).await.unwrap().unwrap();
+    assert_eq!(row.version, 4);
+    assert_eq!(row.reinforcements, 3);
 }
 
 /// An erasure between the read-ahead and the flush: the content read
