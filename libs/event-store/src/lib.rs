@@ -364,6 +364,23 @@ pub(crate) fn in_stream_order(wanted: &[String], events: Vec<RecordedEvent>) -> 
     ordered
 }
 
+/// `streams` with each stream once, at its first mention, from the lowest
+/// version asked for it: a join of the wanted streams with the events
+/// would return a stream's events once per mention.
+pub(crate) fn each_stream_once(streams: &[(String, u64)]) -> Vec<(String, u64)> {
+    let mut from: std::collections::HashMap<&str, u64> =
+        std::collections::HashMap::with_capacity(streams.len());
+    for (stream_id, after) in streams {
+        from.entry(stream_id.as_str())
+            .and_modify(|v| *v = (*v).min(*after))
+            .or_insert(*after);
+    }
+    streams
+        .iter()
+        .filter_map(|(stream_id, _)| Some((stream_id.clone(), from.remove(stream_id.as_str())?)))
+        .collect()
+}
+
 /// `events` (found by id, in any order) in the order of `wanted`.
 pub(crate) fn in_order_of(wanted: &[EventId], events: Vec<RecordedEvent>) -> Vec<RecordedEvent> {
     let mut by_id: std::collections::HashMap<EventId, RecordedEvent> =

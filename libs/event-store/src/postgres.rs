@@ -452,6 +452,38 @@ impl EventStore for PostgresEventStore {
         Ok(crate::in_stream_order(stream_ids, Self::decode_rows(rows)?))
     }
 
+    async fn read_streams_after(
+        &self,
+        tenant: &TenantId,
+        streams: &[(String, u64)],
+    ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        if streams.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One range of the (tenant, stream, version) index per stream:
+        // only the events after each version are read, not whole streams.
+        let (ids, after): (Vec<String>, Vec<i64>) = crate::each_stream_once(streams)
+            .into_iter()
+            .map(|(id, version)| (id, crate::version_bound(version)))
+            .unzip();
+        let sql = format!(
+            "SELECT {COLUMNS} FROM events \
+             JOIN unnest($2::text[], $3::bigint[]) AS wanted (wanted_stream, wanted_after) \
+             ON stream_id = wanted_stream AND stream_version > wanted_after \
+             WHERE tenant_id = $1"
+        );
+        let rows = self
+            .tenant_rows(
+                tenant,
+                sqlx::query(&sql)
+                    .bind(tenant.as_str())
+                    .bind(&ids)
+                    .bind(&after),
+            )
+            .await?;
+        Ok(crate::in_stream_order(&ids, Self::decode_rows(rows)?))
+    }
+
     async fn read_stream_range(
         &self,
         tenant: &TenantId,

@@ -231,21 +231,7 @@ impl EventStore for SqliteEventStore {
         tenant: &TenantId,
         streams: &[(String, u64)],
     ) -> Result<Vec<RecordedEvent>, EventStoreError> {
-        // A stream asked twice is read once (from the lower version): the
-        // join would return its events once per mention.
-        let mut from: std::collections::HashMap<&str, u64> =
-            std::collections::HashMap::with_capacity(streams.len());
-        for (stream_id, after) in streams {
-            from.entry(stream_id.as_str())
-                .and_modify(|v| *v = (*v).min(*after))
-                .or_insert(*after);
-        }
-        let unique: Vec<(String, u64)> = streams
-            .iter()
-            .filter_map(|(stream_id, _)| {
-                Some((stream_id.clone(), from.remove(stream_id.as_str())?))
-            })
-            .collect();
+        let unique = crate::each_stream_once(streams);
         let mut events = Vec::new();
         for part in unique.chunks(GET_EVENTS_CHUNK) {
             let mut builder = streams_after_query("", tenant, part);

@@ -897,6 +897,17 @@ where
         reversed
     );
     assert!(store.read_streams_after(&a, &[]).await.unwrap().is_empty());
+    // A stream asked twice is read once, from the lower version.
+    let twice: Vec<(String, u64)> = [("memory-1", 2), ("memory-2", 0), ("memory-1", 1)]
+        .map(|(s, v)| (s.to_owned(), v))
+        .to_vec();
+    let got = store.read_streams_after(&a, &twice).await.unwrap();
+    assert_eq!(
+        got.iter()
+            .map(|e| (e.stream_id.as_str(), e.stream_version))
+            .collect::<Vec<_>>(),
+        [("memory-1", 2), ("memory-1", 3), ("memory-2", 1)]
+    );
 }
 
 fn stream_append(
