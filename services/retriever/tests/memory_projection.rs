@@ -115,6 +115,18 @@ impl Fixture {
         )
     }
 
+    /// The memory said again, in the message `source`.
+    async fn reinforce(&self, memory: &MemoryId, source: EventId) -> RecordedEvent {
+        self.append(
+            memory,
+            DomainEvent::MemoryReinforced(MemoryReinforced {
+                source_event_ids: vec![source],
+                similarity: 0.97,
+            }),
+        )
+        .await
+    }
+
     async fn append(&self, memory: &MemoryId, event: DomainEvent) -> RecordedEvent {
         let appended = self
             .log
@@ -432,15 +444,7 @@ async fn a_run_folds_onto_the_row_only_the_events_after_it() {
         assert_eq!(projection.events_folded(), 1 + 2 * round);
         let source = fx.said(&format!("Tea again, cup {round}")).await;
         sources.push(source);
-        let reinforced = fx
-            .append(
-                &id,
-                DomainEvent::MemoryReinforced(MemoryReinforced {
-                    source_event_ids: vec![source],
-                    similarity: 0.97,
-                }),
-            )
-            .await;
+        let reinforced = fx.reinforce(&id, source).await;
         let archived = fx
             .append(
                 &id,
@@ -516,15 +520,7 @@ async fn events_an_earlier_run_projected_are_not_read_again() {
     let mut later = Vec::new();
     for cup in 0..3 {
         let source = fx.said(&format!("Tea again, cup {cup}")).await;
-        let reinforced = fx
-            .append(
-                &id,
-                DomainEvent::MemoryReinforced(MemoryReinforced {
-                    source_event_ids: vec![source],
-                    similarity: 0.97,
-                }),
-            )
-            .await;
+        let reinforced = fx.reinforce(&id, source).await;
         later.push(reinforced);
     }
     let projection = fx.projection();
