@@ -153,16 +153,18 @@ pub trait EventStore: Send + Sync + 'static {
     /// The events of several streams, each only after its version (0: the
     /// whole stream), grouped by stream in the order asked and in version
     /// order within each: what a reader that holds each stream's fold up
-    /// to a version still needs. The default reads the whole streams and
-    /// drops the rest.
+    /// to a version still needs; a stream asked twice is read once, after
+    /// the lower version. The default reads the whole streams and drops
+    /// the rest.
     async fn read_streams_after(
         &self,
         tenant: &TenantId,
         streams: &[(String, u64)],
     ) -> Result<Vec<RecordedEvent>, EventStoreError> {
-        let ids: Vec<String> = streams.iter().map(|(id, _)| id.clone()).collect();
+        let unique = each_stream_once(streams);
+        let ids: Vec<String> = unique.iter().map(|(id, _)| id.clone()).collect();
         let after: std::collections::HashMap<&str, u64> =
-            streams.iter().map(|(id, v)| (id.as_str(), *v)).collect();
+            unique.iter().map(|(id, v)| (id.as_str(), *v)).collect();
         Ok(self
             .read_streams(tenant, &ids)
             .await?
