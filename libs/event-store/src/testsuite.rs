@@ -831,9 +831,7 @@ where
     }
     assert_eq!(got, expected);
     assert_eq!(
-        got.iter()
-            .map(|e| (e.stream_id.as_str(), e.stream_version))
-            .collect::<Vec<_>>(),
+        stream_versions(&got),
         [
             ("memory-3", 1),
             ("memory-3", 2),
@@ -883,9 +881,7 @@ where
     .to_vec();
     let got = store.read_streams_after(&a, &after).await.unwrap();
     assert_eq!(
-        got.iter()
-            .map(|e| (e.stream_id.as_str(), e.stream_version))
-            .collect::<Vec<_>>(),
+        stream_versions(&got),
         [("memory-1", 2), ("memory-1", 3), ("memory-2", 1)]
     );
     assert!(got.iter().all(|e| e.tenant == a));
@@ -903,11 +899,17 @@ where
         .to_vec();
     let got = store.read_streams_after(&a, &twice).await.unwrap();
     assert_eq!(
-        got.iter()
-            .map(|e| (e.stream_id.as_str(), e.stream_version))
-            .collect::<Vec<_>>(),
+        stream_versions(&got),
         [("memory-1", 2), ("memory-1", 3), ("memory-2", 1)]
     );
+}
+
+/// Each event's stream and version, in the order read.
+fn stream_versions(events: &[mnemo_domain::RecordedEvent]) -> Vec<(&str, u64)> {
+    events
+        .iter()
+        .map(|e| (e.stream_id.as_str(), e.stream_version))
+        .collect()
 }
 
 fn stream_append(
