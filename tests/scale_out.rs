@@ -630,7 +630,7 @@ async fn a_conversation_becomes_searchable_memories_across_the_services_and_eras
     // No batch fills up and no conversation goes idle within the test:
     // memories appear only through the consolidation request.
     let cluster = Cluster::start(
-        "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n",
+        "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\n",
         1,
     )
     .await;

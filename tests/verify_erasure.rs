@@ -146,7 +146,7 @@ async fn verify_erasure_finds_the_subject_before_and_nothing_readable_after() {
     // (a row the scan must find), and no memory is made from it.
     std::fs::write(
         &config,
-        "[consolidation.default]\nbatch_size = 100\nidle_timeout = 3600\n",
+        "[consolidation.default]\nbatch_size = 100\nidle_timeout = 3600\nend_earlier_sessions = false\n",
     )
     .unwrap();
     let client = reqwest::Client::new();

@@ -264,7 +264,7 @@ async fn the_backlog_degrades_readiness_and_past_its_ceiling_ingest_answers_503(
     // Only an explicit request consolidates, so the buffer holds what is
     // posted until the test asks.
     let app = app_with(
-        "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n\
+        "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\n\
          [backlog]\ndegraded_records = 3\nceiling_messages = 5\n",
     )
     .await;
@@ -396,7 +396,7 @@ async fn consolidating_app(workers: &str) -> TestApp {
     let file = dir.path().join("mnemo.toml");
     std::fs::write(
         &file,
-        "[consolidation.default]\nbatch_size = 3\nidle_timeout = 3600\n",
+        "[consolidation.default]\nbatch_size = 3\nidle_timeout = 3600\nend_earlier_sessions = false\n",
     )
     .unwrap();
     let app = spawn_app_with(&[

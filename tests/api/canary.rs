@@ -110,7 +110,7 @@ async fn app(llm: Option<&MockLlmServer>) -> TestApp {
     // Only explicit requests consolidate, so the test decides when.
     std::fs::write(
         &file,
-        "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n",
+        "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\n",
     )
     .unwrap();
     let uri = llm.map(MockLlmServer::uri);

@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 use crate::helpers::{assert_error, settings_for, spawn_app_in, spawn_app_with_model, TestApp};
 
 /// Only explicit requests consolidate, so each test decides when.
-const MANUAL: &str = "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n";
+const MANUAL: &str =
+    "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\n";
 
 /// Posts user turns of one session (ids `<session>-<n>`, a minute apart
 /// from 2023-05-08 13:56); returns their event ids in order.
@@ -463,7 +464,7 @@ async fn the_tenants_episode_policy_forgets_old_and_surplus_episodes() {
     // A pass a day apart: the test runs each pass itself.
     std::fs::write(
         &config,
-        "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n\
+        "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\n\
          [forgetting]\ninterval_seconds = 86400\n\
          [forgetting.default.episodes]\nttl = 2592000\nmax_per_subject = 2\n",
     )

@@ -15,7 +15,8 @@ use serde_json::{json, Value};
 use crate::helpers::{spawn_app_with, TestApp};
 
 /// Only explicit requests consolidate, so each test decides when.
-const MANUAL: &str = "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n";
+const MANUAL: &str =
+    "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\n";
 
 async fn spawn() -> (TestApp, tempfile::TempDir) {
     let config_dir = tempfile::tempdir().unwrap();

@@ -209,7 +209,7 @@ async fn spawn(config: &str, env: &[(&str, &str)]) -> LlmApp {
     // they are about), except where a test sets its own policy.
     std::fs::write(
         &file,
-        format!("[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\nmerge_similarity = 0\n{config}"),
+        format!("[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\nmerge_similarity = 0\n{config}"),
     )
     .unwrap();
     let uri = mock.uri();
@@ -364,7 +364,7 @@ async fn confidence_routes_to_memory_review_or_discard_at_the_thresholds() {
 
     // A tenant's own thresholds win.
     let strict = spawn(
-        "[consolidation.tenants.acme]\nbatch_size = 50\nidle_timeout = 3600\nmin_confidence = 0.5\nauto_threshold = 0.95\n",
+        "[consolidation.tenants.acme]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\nmin_confidence = 0.5\nauto_threshold = 0.95\n",
         &[],
     )
     .await;
@@ -620,7 +620,7 @@ async fn repeated_failure_falls_back_to_the_rules_and_loses_nothing() {
 #[tokio::test]
 async fn an_exhausted_budget_falls_back_until_the_day_ends() {
     let llm = spawn(
-        "[consolidation.tenants.acme]\nbatch_size = 50\nidle_timeout = 3600\ndaily_llm_calls = 2\n",
+        "[consolidation.tenants.acme]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\ndaily_llm_calls = 2\n",
         &[],
     )
     .await;
@@ -725,7 +725,7 @@ async fn redelivered_messages_make_no_duplicate_memory_and_no_llm_call() {
 #[tokio::test]
 async fn relations_link_both_memories_and_profiles_follow_new_memories() {
     let llm = spawn(
-        "[consolidation.tenants.acme]\nbatch_size = 50\nidle_timeout = 3600\nprofile_every = 2\nmerge_similarity = 0\n",
+        "[consolidation.tenants.acme]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\nprofile_every = 2\nmerge_similarity = 0\n",
         &[],
     )
     .await;
@@ -823,7 +823,7 @@ async fn relations_link_both_memories_and_profiles_follow_new_memories() {
 async fn the_merge_call_is_made_only_when_a_neighbour_is_close() {
     // The tenant's own policy: the default gate (merge_similarity 0.6).
     let llm = spawn(
-        "[consolidation.tenants.acme]\nbatch_size = 50\nidle_timeout = 3600\n",
+        "[consolidation.tenants.acme]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\n",
         &[],
     )
     .await;

@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use crate::helpers::{spawn_app_with, spawn_app_with_model, TestApp};
 
 /// Only explicit requests consolidate, so each test decides when.
-const MANUAL: &str = "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n";
+const MANUAL: &str =
+    "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\n";
 
 fn contents(memories: &[Value]) -> Vec<String> {
     memories
@@ -591,6 +592,87 @@ async fn consolidating_one_session_leaves_the_others_waiting() {
     assert!(
         contents(&all).iter().any(|c| c.contains("nurse")),
         "{all:?}"
+    );
+}
+
+/// A subject's new session ends its earlier one: the first message of
+/// "work" consolidates what waited in "trip" at once, neither a whole
+/// batch nor idle for its timeout, and nothing asked. The new session
+/// itself waits; a tenant that turns the rule off keeps both waiting.
+#[tokio::test]
+async fn a_new_session_consolidates_the_subjects_earlier_one() {
+    let config = "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n\
+                  [consolidation.tenants.beta]\nbatch_size = 50\nidle_timeout = 3600\n\
+                  end_earlier_sessions = false\n";
+    let app = spawn_app_with_model(config).await;
+    let token = app.admin("acme");
+    let trip = post(
+        &app,
+        &token,
+        "ana",
+        "trip",
+        &["I am vegetarian and I never eat fish."],
+    )
+    .await;
+    post(
+        &app,
+        &token,
+        "ana",
+        "work",
+        &["I work as a nurse at the night shift in Porto."],
+    )
+    .await;
+    let memories = memories_when(&app, &token, "ana", "the trip session's memory", |m| {
+        !m.is_empty()
+    })
+    .await;
+    assert!(
+        memories
+            .iter()
+            .all(|m| m["provenance"]["source_event_ids"] == json!(trip)),
+        "only the ended session is consolidated: {memories:?}"
+    );
+
+    // The same two sessions in a tenant with the rule off, then a request
+    // for the new session alone: it is handled after both messages (one
+    // subject, one partition), and the subject's drains run in the order
+    // they were scheduled, so had "work" ended "trip", trip's memory
+    // would be visible by the time work's is.
+    let beta = app.admin("beta");
+    post(
+        &app,
+        &beta,
+        "ana",
+        "trip",
+        &["I am vegetarian and I never eat fish."],
+    )
+    .await;
+    let work = post(
+        &app,
+        &beta,
+        "ana",
+        "work",
+        &["I work as a nurse at the night shift in Porto."],
+    )
+    .await;
+    let response = app
+        .call(
+            Method::POST,
+            "/v1/subjects/ana/consolidate",
+            &beta,
+            Some(json!({"session": "work"})),
+        )
+        .await;
+    assert_eq!(response.status(), 202);
+    let memories = memories_when(&app, &beta, "ana", "the work session's memory", |m| {
+        !m.is_empty()
+    })
+    .await;
+    assert!(
+        memories
+            .iter()
+            .all(|m| m["provenance"]["source_event_ids"] == json!(work)),
+        "with the rule off the trip session still waits: {memories:?}"
     );
 }
 

@@ -27,7 +27,7 @@ const AXE_SOURCE = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
 // the page's policy (script-src 'self') admits it as it would any script.
 const AXE_PATH = "/__test/axe.min.js";
 // Only explicit requests consolidate, so the test decides when.
-const CONFIG = "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n";
+const CONFIG = "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\n";
 
 let scratch;
 let artifacts;

@@ -648,7 +648,7 @@ async fn nothing_of_an_erased_subject_is_left_in_postgresql_or_on_the_bus_with_t
     let started = Instant::now();
     // Only explicit requests consolidate, so the test decides when.
     let cluster = Cluster::start(
-        "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n",
+        "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\n",
         1,
     )
     .await;
@@ -686,7 +686,7 @@ async fn nothing_of_an_erased_subject_is_left_in_postgresql_or_on_the_bus_with_a
     });
     let uri = llm.uri();
     let cluster = Cluster::start_with(
-        "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\n",
+        "[consolidation.default]\nbatch_size = 50\nidle_timeout = 3600\nend_earlier_sessions = false\n",
         1,
         &[
             ("MNEMO_LLM_BASE_URL", uri.as_str()),

@@ -14,6 +14,13 @@ pub struct ConsolidationPolicy {
     /// ...or once it has been quiet this long (seconds).
     #[serde(with = "seconds")]
     pub idle_timeout: Duration,
+    /// ...or once a newer session of its subject begins: a subject's first
+    /// message of a new session consolidates what waits in the subject's
+    /// other sessions (a conversation ends when the next one starts,
+    /// rather than `idle_timeout` later). Off for clients that keep
+    /// several sessions of one subject open at once and want whole
+    /// batches of each.
+    pub end_earlier_sessions: bool,
     /// Candidates below this confidence are discarded (and counted): the
     /// review threshold of seed 004.
     pub min_confidence: f32,
@@ -54,6 +61,7 @@ impl Default for ConsolidationPolicy {
         ConsolidationPolicy {
             batch_size: 10,
             idle_timeout: Duration::from_secs(120),
+            end_earlier_sessions: true,
             min_confidence: 0.6,
             auto_threshold: None,
             protected_importance: 0.75,

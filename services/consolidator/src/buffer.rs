@@ -65,23 +65,13 @@ pub trait MessageBuffer: Send + Sync + 'static {
         position: i64,
     ) -> Result<usize, BufferError>;
     /// Adds messages (each idempotent on its event id), as one write where
-    /// the backend allows; returns each conversation that received some
-    /// with how many wait in it now, in order of first appearance. The
-    /// default adds them one by one.
+    /// the backend allows; returns each conversation that received some,
+    /// in order of first appearance, with how many wait in it now and
+    /// whether the run began it.
     async fn add_many(
         &self,
         messages: &[(Conversation, EventId, i64)],
-    ) -> Result<Vec<(Conversation, usize)>, BufferError> {
-        let mut waiting: Vec<(Conversation, usize)> = Vec::new();
-        for (conversation, event_id, position) in messages {
-            let count = self.add(conversation, *event_id, *position).await?;
-            match waiting.iter_mut().find(|(c, _)| c == conversation) {
-                Some(entry) => entry.1 = count,
-                None => waiting.push((conversation.clone(), count)),
-            }
-        }
-        Ok(waiting)
-    }
+    ) -> Result<Vec<Arrival>, BufferError>;
     /// The oldest `limit` waiting messages of a conversation, in log order.
     async fn batch(
         &self,
@@ -139,6 +129,19 @@ impl SqliteMessageBuffer {
     }
 }
 
+/// A conversation that received messages in [`MessageBuffer::add_many`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arrival {
+    pub conversation: Conversation,
+    /// Its messages waiting now.
+    pub waiting: usize,
+    /// Nothing of the conversation was buffered before the run's earliest
+    /// message of it (waiting or consolidated): the run began it, so the
+    /// subject's other sessions are over (`end_earlier_sessions`). A
+    /// redelivered run begins it again, which ends nothing more.
+    pub began: bool,
+}
+
 /// Rows one statement writes at most: 6 parameters a row stays far below
 /// SQLite's 32,766.
 const ROWS_PER_STATEMENT: usize = 500;
@@ -191,7 +194,7 @@ impl MessageBuffer for SqliteMessageBuffer {
         let waiting = self
             .add_many(&[(conversation.clone(), event_id, position)])
             .await?;
-        Ok(waiting.first().map_or(0, |(_, count)| *count))
+        Ok(waiting.first().map_or(0, |arrival| arrival.waiting))
     }
 
     /// One transaction for the run: a write lock taken once, not once per
@@ -200,7 +203,7 @@ impl MessageBuffer for SqliteMessageBuffer {
     async fn add_many(
         &self,
         messages: &[(Conversation, EventId, i64)],
-    ) -> Result<Vec<(Conversation, usize)>, BufferError> {
+    ) -> Result<Vec<Arrival>, BufferError> {
         if messages.is_empty() {
             return Ok(Vec::new());
         }
@@ -226,24 +229,38 @@ impl MessageBuffer for SqliteMessageBuffer {
             });
             insert.build().execute(&mut *tx).await.map_err(failed)?;
         }
-        let mut conversations: Vec<&Conversation> = Vec::new();
-        for (conversation, _, _) in messages {
-            if !conversations.contains(&conversation) {
-                conversations.push(conversation);
+        // Each conversation with the position of its earliest message in
+        // the run, in order of first appearance.
+        let mut conversations: Vec<(&Conversation, i64)> = Vec::new();
+        for (conversation, _, position) in messages {
+            match conversations.iter_mut().find(|(c, _)| *c == conversation) {
+                Some((_, earliest)) => *earliest = (*earliest).min(*position),
+                None => conversations.push((conversation, *position)),
             }
         }
         let mut waiting = Vec::with_capacity(conversations.len());
-        for conversation in conversations {
-            let count: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM consolidation_buffer WHERE tenant_id = ? AND subject_id = ? AND session_id = ? AND done = 0",
+        for (conversation, earliest) in conversations {
+            // Both through the (tenant, subject, session, done, position)
+            // index: a count of the waiting, and one look for an earlier
+            // message in each state.
+            let (count, earlier): (i64, bool) = sqlx::query_as(
+                "SELECT (SELECT COUNT(*) FROM consolidation_buffer WHERE tenant_id = ?1 AND subject_id = ?2 \
+                 AND session_id = ?3 AND done = 0), \
+                 EXISTS (SELECT 1 FROM consolidation_buffer WHERE tenant_id = ?1 AND subject_id = ?2 \
+                 AND session_id = ?3 AND done IN (0, 1) AND position < ?4)",
             )
             .bind(conversation.tenant.as_str())
             .bind(conversation.subject.as_str())
             .bind(&conversation.session)
+            .bind(earliest)
             .fetch_one(&mut *tx)
             .await
             .map_err(failed)?;
-            waiting.push((conversation.clone(), count as usize));
+            waiting.push(Arrival {
+                conversation: conversation.clone(),
+                waiting: count as usize,
+                began: !earlier,
+            });
         }
         tx.commit().await.map_err(failed)?;
         Ok(waiting)

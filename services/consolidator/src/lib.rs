@@ -79,6 +79,11 @@ struct Inner {
     /// each with the span of its record: the drain it schedules runs in
     /// it, so its trace and logs name the record (and its partition).
     arrived: std::sync::Mutex<Vec<Arrived>>,
+    /// Sessions a newer session of their subject ended while every worker
+    /// was busy: they join the subject's next drain instead of taking a
+    /// drain (and a commit) of their own, which under load cost more than
+    /// it brought. Lost at a restart, when the idle sweeper takes them.
+    ended: std::sync::Mutex<HashMap<SubjectKey, Vec<Conversation>>>,
 }
 
 /// A message of the current run, as the buffer takes it, and its record's
@@ -116,6 +121,7 @@ impl Consolidator {
                 subjects: Default::default(),
                 tasks: Default::default(),
                 arrived: Default::default(),
+                ended: Default::default(),
             }),
         }
     }
@@ -148,6 +154,11 @@ impl Consolidator {
         tasks.shutdown().await;
         self.inner
             .queued
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.inner
+            .ended
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
@@ -239,6 +250,37 @@ impl Inner {
             .acquire_owned()
             .await
             .expect("the worker semaphore is never closed");
+        Inner::start(inner, key, conversation, which, permit);
+    }
+
+    /// Drains a session that a newer one ended: with the subject's running
+    /// worker, else on a free worker, else with the subject's next drain.
+    fn schedule_ended(inner: &Arc<Inner>, conversation: Conversation) {
+        let key = (conversation.tenant.clone(), conversation.subject.clone());
+        if inner.join(&key, &conversation, Batches::All) {
+            return;
+        }
+        match inner.workers.clone().try_acquire_owned() {
+            Ok(permit) => Inner::start(inner, key, conversation, Batches::All, permit),
+            Err(_) => {
+                let mut ended = inner.ended.lock().unwrap_or_else(|p| p.into_inner());
+                let waiting = ended.entry(key).or_default();
+                if !waiting.contains(&conversation) {
+                    waiting.push(conversation);
+                }
+            }
+        }
+    }
+
+    /// Starts a worker for the subject on `permit`, with the sessions
+    /// that wait for its next drain.
+    fn start(
+        inner: &Arc<Inner>,
+        key: SubjectKey,
+        conversation: Conversation,
+        which: Batches,
+        permit: OwnedSemaphorePermit,
+    ) {
         {
             let mut queued = inner.queued.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(waiting) = queued.get_mut(&key) {
@@ -246,16 +288,22 @@ impl Inner {
                 merge(waiting, conversation, which);
                 return;
             }
-            queued.insert(
-                key.clone(),
-                BTreeMap::from([(
-                    conversation,
-                    Scheduled {
-                        which,
-                        span: tracing::Span::current(),
-                    },
-                )]),
-            );
+            let mut waiting = BTreeMap::from([(
+                conversation,
+                Scheduled {
+                    which,
+                    span: tracing::Span::current(),
+                },
+            )]);
+            let ended = inner
+                .ended
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&key);
+            for conversation in ended.into_iter().flatten() {
+                merge(&mut waiting, conversation, Batches::All);
+            }
+            queued.insert(key.clone(), waiting);
         }
         let mut tasks = inner.tasks.lock().unwrap_or_else(|p| p.into_inner());
         // Reap the finished ones, so the set holds only the running.
@@ -390,8 +438,29 @@ fn merge(
 }
 
 impl Consolidator {
+    /// A session of the subject began: what waits in the subject's other
+    /// sessions is consolidated, all of it, as if the client had asked at
+    /// their end: at once when a worker is free, else with the subject's
+    /// next drain (`Inner::ended`). The subject's messages without a
+    /// session are not a session, and wait as before.
+    async fn end_earlier_sessions(&self, began: &Conversation) -> Result<(), HandlerError> {
+        let conversations = self
+            .pipeline()
+            .buffer
+            .conversations(&began.tenant, &began.subject)
+            .await
+            .map_err(|e| retryable(e.into()))?;
+        for conversation in conversations {
+            if conversation.session != began.session && !conversation.session.is_empty() {
+                Inner::schedule_ended(&self.inner, conversation);
+            }
+        }
+        Ok(())
+    }
+
     /// Buffers the messages of the run so far in one write, and schedules
-    /// each conversation that now holds a whole batch. On failure they stay
+    /// each conversation that now holds a whole batch, and the sessions
+    /// that a session the run began ends. On failure they stay
     /// for the next try (the consumer commits nothing meanwhile).
     async fn buffer_arrived(&self) -> Result<(), HandlerError> {
         let arrived =
@@ -410,17 +479,35 @@ impl Consolidator {
                 return Err(retryable(error.into()));
             }
         };
-        for (conversation, count) in waiting {
-            if count >= self.pipeline().policy(&conversation.tenant).batch_size {
-                // The span of the conversation's latest message in the run.
-                let span = arrived
-                    .iter()
-                    .rev()
-                    .find(|((c, _, _), _)| *c == conversation)
-                    .map_or_else(tracing::Span::current, |(_, span)| span.clone());
-                self.schedule(conversation, Batches::Whole)
-                    .instrument(span)
+        let span_of = |conversation: &Conversation| {
+            // The span of the conversation's latest message in the run.
+            arrived
+                .iter()
+                .rev()
+                .find(|((c, _, _), _)| c == conversation)
+                .map_or_else(tracing::Span::current, |(_, span)| span.clone())
+        };
+        let mut ended: Vec<&Conversation> = Vec::new();
+        for arrival in &waiting {
+            let conversation = &arrival.conversation;
+            let policy = self.pipeline().policy(&conversation.tenant);
+            if arrival.began && policy.end_earlier_sessions && !conversation.session.is_empty() {
+                ended.push(conversation);
+            }
+            if arrival.waiting >= policy.batch_size {
+                self.schedule(conversation.clone(), Batches::Whole)
+                    .instrument(span_of(conversation))
                     .await;
+            }
+        }
+        for began in ended {
+            if let Err(error) = self
+                .end_earlier_sessions(began)
+                .instrument(span_of(began))
+                .await
+            {
+                // Nothing is lost: they wait for their idle timeout.
+                tracing::warn!(tenant = %began.tenant, error = %error, "cannot look for the sessions a new one ends");
             }
         }
         Ok(())

@@ -3,8 +3,16 @@
 use std::sync::Arc;
 
 use chrono::{Duration, Utc};
-use mnemo_consolidator::buffer::{Conversation, MessageBuffer};
+use mnemo_consolidator::buffer::{Arrival, Conversation, MessageBuffer};
 use mnemo_domain::{EventId, SubjectId, TenantId};
+
+/// (conversation, waiting, began) of each arrival, for comparing.
+fn arrivals(arrivals: Vec<Arrival>) -> Vec<(Conversation, usize, bool)> {
+    arrivals
+        .into_iter()
+        .map(|a| (a.conversation, a.waiting, a.began))
+        .collect()
+}
 
 fn conversation(tenant: &str, subject: &str, session: &str) -> Conversation {
     Conversation {
@@ -122,7 +130,11 @@ async fn a_run_of_messages_is_added_at_once_with_each_conversation_counted(
         ])
         .await
         .unwrap();
-    assert_eq!(waiting, vec![(c1.clone(), 3), (c2.clone(), 1)]);
+    // c1 had a message before the run; c2 begins with it.
+    assert_eq!(
+        arrivals(waiting),
+        vec![(c1.clone(), 3, false), (c2.clone(), 1, true)]
+    );
     assert_eq!(buffer.batch(&c1, 10).await.unwrap(), vec![a, b, d]);
     assert_eq!(buffer.batch(&c2, 10).await.unwrap(), vec![c]);
     assert_eq!(buffer.stats().await.unwrap().messages, 4);
@@ -149,11 +161,11 @@ async fn runs_longer_than_a_statement_are_added_and_removed_whole(buffer: &dyn M
     };
     let waiting = buffer.add_many(&run).await.unwrap();
     assert_eq!(
-        waiting,
+        arrivals(waiting),
         vec![
-            (conversations[0].clone(), 401),
-            (conversations[1].clone(), 400),
-            (conversations[2].clone(), 400),
+            (conversations[0].clone(), 401, true),
+            (conversations[1].clone(), 400, true),
+            (conversations[2].clone(), 400, true),
         ]
     );
     assert_eq!(
@@ -185,6 +197,40 @@ async fn runs_longer_than_a_statement_are_added_and_removed_whole(buffer: &dyn M
     );
 }
 
+/// A run begins a conversation when nothing of it was buffered before the
+/// run's earliest message of it, waiting or consolidated: what the
+/// consolidator ends a subject's earlier sessions on.
+async fn a_conversation_begins_with_its_first_buffered_message(buffer: &dyn MessageBuffer) {
+    let chat = conversation("t1", "s1", "chat");
+    let (a, b, c) = (EventId::new(), EventId::new(), EventId::new());
+    let first = buffer.add_many(&[(chat.clone(), a, 10)]).await.unwrap();
+    assert_eq!(arrivals(first), vec![(chat.clone(), 1, true)]);
+    let second = buffer.add_many(&[(chat.clone(), b, 11)]).await.unwrap();
+    assert_eq!(arrivals(second), vec![(chat.clone(), 2, false)]);
+    // Consolidated messages still say the conversation had begun.
+    buffer.remove(&chat.tenant, &[a, b]).await.unwrap();
+    let later = buffer.add_many(&[(chat.clone(), c, 12)]).await.unwrap();
+    assert_eq!(arrivals(later), vec![(chat.clone(), 1, false)]);
+    // A redelivered first message begins it again; it added nothing.
+    let replay = buffer.add_many(&[(chat.clone(), a, 10)]).await.unwrap();
+    assert_eq!(arrivals(replay), vec![(chat.clone(), 1, true)]);
+    // The same session id of another subject or tenant is another
+    // conversation, begun by its own first message.
+    let neighbour = conversation("t1", "s2", "chat");
+    let foreign = conversation("t2", "s1", "chat");
+    let others = buffer
+        .add_many(&[
+            (neighbour.clone(), EventId::new(), 20),
+            (foreign.clone(), EventId::new(), 5),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(
+        arrivals(others),
+        vec![(neighbour, 1, true), (foreign, 1, true)]
+    );
+}
+
 macro_rules! buffer_cases {
     ($module:ident, $fixture:path) => {
         mod $module {
@@ -212,6 +258,11 @@ macro_rules! buffer_cases {
                     buffer.as_ref(),
                 )
                 .await;
+            }
+            #[tokio::test]
+            async fn a_conversation_begins_with_its_first_buffered_message() {
+                let (_guard, buffer) = $fixture().await;
+                super::a_conversation_begins_with_its_first_buffered_message(buffer.as_ref()).await;
             }
             #[tokio::test]
             async fn runs_longer_than_a_statement_are_added_and_removed_whole() {

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use mnemo_domain::{EventId, SubjectId, TenantId};
 use mnemo_pg::{PgError, SystemPool, TenantPool};
 
-use super::{BufferError, BufferStats, Conversation, MessageBuffer, SubjectClaim};
+use super::{Arrival, BufferError, BufferStats, Conversation, MessageBuffer, SubjectClaim};
 
 pub struct PostgresMessageBuffer {
     tenant: TenantPool,
@@ -117,26 +117,28 @@ impl MessageBuffer for PostgresMessageBuffer {
     }
 
     /// One transaction per tenant of the run (each under its tenant's
-    /// role, as every buffer write), its rows in one statement and a count
-    /// per conversation: a run of a Kafka partition's records costs a
-    /// transaction per tenant, where the port's default took one per
-    /// message.
+    /// role, as every buffer write), its rows in one statement and one
+    /// read per conversation: a run of a Kafka partition's records costs a
+    /// transaction per tenant, not one per message.
     async fn add_many(
         &self,
         messages: &[(Conversation, EventId, i64)],
-    ) -> Result<Vec<(Conversation, usize)>, BufferError> {
+    ) -> Result<Vec<Arrival>, BufferError> {
         let mut tenants: Vec<&TenantId> = Vec::new();
-        let mut conversations: Vec<&Conversation> = Vec::new();
-        for (conversation, _, _) in messages {
+        // Each conversation with the position of its earliest message in
+        // the run, in order of first appearance.
+        let mut conversations: Vec<(&Conversation, i64)> = Vec::new();
+        for (conversation, _, position) in messages {
             if !tenants.contains(&&conversation.tenant) {
                 tenants.push(&conversation.tenant);
             }
-            if !conversations.contains(&conversation) {
-                conversations.push(conversation);
+            match conversations.iter_mut().find(|(c, _)| *c == conversation) {
+                Some((_, earliest)) => *earliest = (*earliest).min(*position),
+                None => conversations.push((conversation, *position)),
             }
         }
         let now = Utc::now();
-        let mut counts: Vec<(Conversation, usize)> = Vec::with_capacity(conversations.len());
+        let mut arrivals: Vec<Arrival> = Vec::with_capacity(conversations.len());
         for tenant in tenants {
             let rows: Vec<&(Conversation, EventId, i64)> = messages
                 .iter()
@@ -159,25 +161,36 @@ impl MessageBuffer for PostgresMessageBuffer {
             .execute(&mut *tx)
             .await
             .map_err(failed)?;
-            for conversation in conversations.iter().filter(|c| &c.tenant == tenant) {
-                let count: i64 = sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM consolidation_buffer \
-                     WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND NOT done",
+            for (conversation, earliest) in
+                conversations.iter().filter(|(c, _)| &c.tenant == tenant)
+            {
+                // Both through the (tenant, subject, session, done,
+                // position) index.
+                let (count, earlier): (i64, bool) = sqlx::query_as(
+                    "SELECT (SELECT COUNT(*) FROM consolidation_buffer \
+                     WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND NOT done), \
+                     EXISTS (SELECT 1 FROM consolidation_buffer WHERE tenant_id = $1 AND subject_id = $2 \
+                     AND session_id = $3 AND done IN (false, true) AND position < $4)",
                 )
                 .bind(tenant.as_str())
                 .bind(conversation.subject.as_str())
                 .bind(&conversation.session)
+                .bind(*earliest)
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(failed)?;
-                counts.push(((*conversation).clone(), count as usize));
+                arrivals.push(Arrival {
+                    conversation: (*conversation).clone(),
+                    waiting: count as usize,
+                    began: !earlier,
+                });
             }
             tx.commit().await.map_err(failed)?;
         }
         // In order of first appearance, as the port promises.
         Ok(conversations
             .into_iter()
-            .filter_map(|c| counts.iter().find(|(counted, _)| counted == c).cloned())
+            .filter_map(|(c, _)| arrivals.iter().find(|a| &a.conversation == c).cloned())
             .collect())
     }
 
