@@ -487,12 +487,19 @@ impl Consolidator {
                 .find(|((c, _, _), _)| c == conversation)
                 .map_or_else(tracing::Span::current, |(_, span)| span.clone())
         };
-        let mut ended: Vec<&Conversation> = Vec::new();
+        // Per subject, the session the run began last: it ends the
+        // others, those begun earlier in the same run too (the arrivals
+        // are in the order of their first message, a subject's in log
+        // order).
+        let mut newest: Vec<&Conversation> = Vec::new();
         for arrival in &waiting {
             let conversation = &arrival.conversation;
             let policy = self.pipeline().policy(&conversation.tenant);
             if arrival.began && policy.end_earlier_sessions && !conversation.session.is_empty() {
-                ended.push(conversation);
+                newest.retain(|c| {
+                    (&c.tenant, &c.subject) != (&conversation.tenant, &conversation.subject)
+                });
+                newest.push(conversation);
             }
             if arrival.waiting >= policy.batch_size {
                 self.schedule(conversation.clone(), Batches::Whole)
@@ -500,7 +507,7 @@ impl Consolidator {
                     .await;
             }
         }
-        for began in ended {
+        for began in newest {
             if let Err(error) = self
                 .end_earlier_sessions(began)
                 .instrument(span_of(began))
