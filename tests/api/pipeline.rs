@@ -69,6 +69,40 @@ async fn consolidate(app: &TestApp, token: &str, subject: &str) {
     assert_eq!(response.status(), 202);
 }
 
+/// Posts one line to ana's "trip" session, then one to her "work"
+/// session; their event ids.
+async fn post_trip_then_work(app: &TestApp, token: &str) -> (Vec<String>, Vec<String>) {
+    let trip = post(
+        app,
+        token,
+        "ana",
+        "trip",
+        &["I am vegetarian and I never eat fish."],
+    )
+    .await;
+    let work = post(
+        app,
+        token,
+        "ana",
+        "work",
+        &["I work as a nurse at the night shift in Porto."],
+    )
+    .await;
+    (trip, work)
+}
+
+async fn consolidate_session(app: &TestApp, token: &str, subject: &str, session: &str) {
+    let response = app
+        .call(
+            Method::POST,
+            &format!("/v1/subjects/{subject}/consolidate"),
+            token,
+            Some(json!({ "session": session })),
+        )
+        .await;
+    assert_eq!(response.status(), 202);
+}
+
 async fn memories_when(
     app: &TestApp,
     token: &str,
@@ -546,31 +580,8 @@ async fn memories_carry_the_trace_of_the_request_that_asked_for_them() {
 async fn consolidating_one_session_leaves_the_others_waiting() {
     let app = spawn_app_with_model(MANUAL).await;
     let token = app.admin("acme");
-    let trip = post(
-        &app,
-        &token,
-        "ana",
-        "trip",
-        &["I am vegetarian and I never eat fish."],
-    )
-    .await;
-    post(
-        &app,
-        &token,
-        "ana",
-        "work",
-        &["I work as a nurse at the night shift in Porto."],
-    )
-    .await;
-    let response = app
-        .call(
-            Method::POST,
-            "/v1/subjects/ana/consolidate",
-            &token,
-            Some(json!({"session": "trip"})),
-        )
-        .await;
-    assert_eq!(response.status(), 202);
+    let (trip, _) = post_trip_then_work(&app, &token).await;
+    consolidate_session(&app, &token, "ana", "trip").await;
     let memories = memories_when(&app, &token, "ana", "the trip session's memory", |m| {
         !m.is_empty()
     })
@@ -606,22 +617,7 @@ async fn a_new_session_consolidates_the_subjects_earlier_one() {
                   end_earlier_sessions = false\n";
     let app = spawn_app_with_model(config).await;
     let token = app.admin("acme");
-    let trip = post(
-        &app,
-        &token,
-        "ana",
-        "trip",
-        &["I am vegetarian and I never eat fish."],
-    )
-    .await;
-    post(
-        &app,
-        &token,
-        "ana",
-        "work",
-        &["I work as a nurse at the night shift in Porto."],
-    )
-    .await;
+    let (trip, _) = post_trip_then_work(&app, &token).await;
     let memories = memories_when(&app, &token, "ana", "the trip session's memory", |m| {
         !m.is_empty()
     })
@@ -639,31 +635,8 @@ async fn a_new_session_consolidates_the_subjects_earlier_one() {
     // they were scheduled, so had "work" ended "trip", trip's memory
     // would be visible by the time work's is.
     let beta = app.admin("beta");
-    post(
-        &app,
-        &beta,
-        "ana",
-        "trip",
-        &["I am vegetarian and I never eat fish."],
-    )
-    .await;
-    let work = post(
-        &app,
-        &beta,
-        "ana",
-        "work",
-        &["I work as a nurse at the night shift in Porto."],
-    )
-    .await;
-    let response = app
-        .call(
-            Method::POST,
-            "/v1/subjects/ana/consolidate",
-            &beta,
-            Some(json!({"session": "work"})),
-        )
-        .await;
-    assert_eq!(response.status(), 202);
+    let (_, work) = post_trip_then_work(&app, &beta).await;
+    consolidate_session(&app, &beta, "ana", "work").await;
     let memories = memories_when(&app, &beta, "ana", "the work session's memory", |m| {
         !m.is_empty()
     })
