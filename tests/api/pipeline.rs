@@ -121,6 +121,24 @@ async fn memories_when(
     body["memories"].as_array().unwrap().clone()
 }
 
+/// Waits for the subject's first memories and asserts that each comes
+/// from exactly the messages `sources` (event ids).
+async fn memories_only_from(
+    app: &TestApp,
+    token: &str,
+    subject: &str,
+    what: &str,
+    sources: &[String],
+) {
+    let memories = memories_when(app, token, subject, what, |m| !m.is_empty()).await;
+    assert!(
+        memories
+            .iter()
+            .all(|m| m["provenance"]["source_event_ids"] == json!(sources)),
+        "{what}: memories from other messages too: {memories:?}"
+    );
+}
+
 #[tokio::test]
 async fn conversations_become_memories_with_provenance_and_small_talk_becomes_nothing() {
     let app = spawn_app_with_model(MANUAL).await;
@@ -582,18 +600,9 @@ async fn consolidating_one_session_leaves_the_others_waiting() {
     let token = app.admin("acme");
     let (trip, _) = post_trip_then_work(&app, &token).await;
     consolidate_session(&app, &token, "ana", "trip").await;
-    let memories = memories_when(&app, &token, "ana", "the trip session's memory", |m| {
-        !m.is_empty()
-    })
-    .await;
     // The whole-subject request that follows makes the work session's
     // memory; until then only the trip session had one.
-    assert!(
-        memories
-            .iter()
-            .all(|m| m["provenance"]["source_event_ids"] == json!(trip)),
-        "{memories:?}"
-    );
+    memories_only_from(&app, &token, "ana", "the trip session's memory", &trip).await;
     consolidate(&app, &token, "ana").await;
     let all = memories_when(&app, &token, "ana", "the work session's memory", |m| {
         m.iter()
@@ -618,16 +627,8 @@ async fn a_new_session_consolidates_the_subjects_earlier_one() {
     let app = spawn_app_with_model(config).await;
     let token = app.admin("acme");
     let (trip, _) = post_trip_then_work(&app, &token).await;
-    let memories = memories_when(&app, &token, "ana", "the trip session's memory", |m| {
-        !m.is_empty()
-    })
-    .await;
-    assert!(
-        memories
-            .iter()
-            .all(|m| m["provenance"]["source_event_ids"] == json!(trip)),
-        "only the ended session is consolidated: {memories:?}"
-    );
+    // Only the ended session is consolidated.
+    memories_only_from(&app, &token, "ana", "the trip session's memory", &trip).await;
 
     // The same two sessions in a tenant with the rule off, then a request
     // for the new session alone: it is handled after both messages (one
@@ -637,16 +638,8 @@ async fn a_new_session_consolidates_the_subjects_earlier_one() {
     let beta = app.admin("beta");
     let (_, work) = post_trip_then_work(&app, &beta).await;
     consolidate_session(&app, &beta, "ana", "work").await;
-    let memories = memories_when(&app, &beta, "ana", "the work session's memory", |m| {
-        !m.is_empty()
-    })
-    .await;
-    assert!(
-        memories
-            .iter()
-            .all(|m| m["provenance"]["source_event_ids"] == json!(work)),
-        "with the rule off the trip session still waits: {memories:?}"
-    );
+    // With the rule off the trip session still waits.
+    memories_only_from(&app, &beta, "ana", "the work session's memory", &work).await;
 }
 
 /// An OpenAI-compatible embeddings endpoint on loopback that records every
