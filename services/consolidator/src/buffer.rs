@@ -57,13 +57,18 @@ pub trait MessageBuffer: Send + Sync + 'static {
     /// The backlog in every tenant (a system read: counts only, no ids).
     async fn stats(&self) -> Result<BufferStats, BufferError>;
     /// Adds a message (idempotent on the event id); returns how many wait in
-    /// its conversation now.
+    /// its conversation now. A run of one.
     async fn add(
         &self,
         conversation: &Conversation,
         event_id: EventId,
         position: i64,
-    ) -> Result<usize, BufferError>;
+    ) -> Result<usize, BufferError> {
+        let arrivals = self
+            .add_many(&[(conversation.clone(), event_id, position)])
+            .await?;
+        Ok(arrivals.first().map_or(0, |arrival| arrival.waiting))
+    }
     /// Adds messages (each idempotent on its event id), as one write where
     /// the backend allows; returns each conversation that received some,
     /// in order of first appearance, with how many wait in it now and
@@ -142,6 +147,19 @@ pub struct Arrival {
     pub began: bool,
 }
 
+/// Each conversation of a run with the position of its earliest message
+/// in it, in order of first appearance: what [`Arrival`]s are read for.
+fn earliest_of_each(messages: &[(Conversation, EventId, i64)]) -> Vec<(&Conversation, i64)> {
+    let mut conversations: Vec<(&Conversation, i64)> = Vec::new();
+    for (conversation, _, position) in messages {
+        match conversations.iter_mut().find(|(c, _)| *c == conversation) {
+            Some((_, earliest)) => *earliest = (*earliest).min(*position),
+            None => conversations.push((conversation, *position)),
+        }
+    }
+    conversations
+}
+
 /// Rows one statement writes at most: 6 parameters a row stays far below
 /// SQLite's 32,766.
 const ROWS_PER_STATEMENT: usize = 500;
@@ -185,18 +203,6 @@ impl MessageBuffer for SqliteMessageBuffer {
         })
     }
 
-    async fn add(
-        &self,
-        conversation: &Conversation,
-        event_id: EventId,
-        position: i64,
-    ) -> Result<usize, BufferError> {
-        let waiting = self
-            .add_many(&[(conversation.clone(), event_id, position)])
-            .await?;
-        Ok(waiting.first().map_or(0, |arrival| arrival.waiting))
-    }
-
     /// One transaction for the run: a write lock taken once, not once per
     /// message (the single SQLite writer is what ingest, the relay and the
     /// projections contend for).
@@ -229,15 +235,7 @@ impl MessageBuffer for SqliteMessageBuffer {
             });
             insert.build().execute(&mut *tx).await.map_err(failed)?;
         }
-        // Each conversation with the position of its earliest message in
-        // the run, in order of first appearance.
-        let mut conversations: Vec<(&Conversation, i64)> = Vec::new();
-        for (conversation, _, position) in messages {
-            match conversations.iter_mut().find(|(c, _)| *c == conversation) {
-                Some((_, earliest)) => *earliest = (*earliest).min(*position),
-                None => conversations.push((conversation, *position)),
-            }
-        }
+        let conversations = earliest_of_each(messages);
         let mut waiting = Vec::with_capacity(conversations.len());
         for (conversation, earliest) in conversations {
             // Both through the (tenant, subject, session, done, position)

@@ -9,7 +9,9 @@ use chrono::{DateTime, Utc};
 use mnemo_domain::{EventId, SubjectId, TenantId};
 use mnemo_pg::{PgError, SystemPool, TenantPool};
 
-use super::{Arrival, BufferError, BufferStats, Conversation, MessageBuffer, SubjectClaim};
+use super::{
+    earliest_of_each, Arrival, BufferError, BufferStats, Conversation, MessageBuffer, SubjectClaim,
+};
 
 pub struct PostgresMessageBuffer {
     tenant: TenantPool,
@@ -82,40 +84,6 @@ impl MessageBuffer for PostgresMessageBuffer {
         Ok(SubjectClaim::holding(tx))
     }
 
-    async fn add(
-        &self,
-        conversation: &Conversation,
-        event_id: EventId,
-        position: i64,
-    ) -> Result<usize, BufferError> {
-        let mut tx = self.tenant.begin(&conversation.tenant).await.map_err(pg)?;
-        sqlx::query(
-            "INSERT INTO consolidation_buffer (tenant_id, subject_id, session_id, event_id, position, buffered_at) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-        )
-        .bind(conversation.tenant.as_str())
-        .bind(conversation.subject.as_str())
-        .bind(&conversation.session)
-        .bind(event_id.to_string())
-        .bind(position)
-        .bind(Utc::now())
-        .execute(&mut *tx)
-        .await
-        .map_err(failed)?;
-        let count: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM consolidation_buffer \
-             WHERE tenant_id = $1 AND subject_id = $2 AND session_id = $3 AND NOT done",
-        )
-        .bind(conversation.tenant.as_str())
-        .bind(conversation.subject.as_str())
-        .bind(&conversation.session)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(failed)?;
-        tx.commit().await.map_err(failed)?;
-        Ok(count as usize)
-    }
-
     /// One transaction per tenant of the run (each under its tenant's
     /// role, as every buffer write), its rows in one statement and one
     /// read per conversation: a run of a Kafka partition's records costs a
@@ -124,17 +92,11 @@ impl MessageBuffer for PostgresMessageBuffer {
         &self,
         messages: &[(Conversation, EventId, i64)],
     ) -> Result<Vec<Arrival>, BufferError> {
+        let conversations = earliest_of_each(messages);
         let mut tenants: Vec<&TenantId> = Vec::new();
-        // Each conversation with the position of its earliest message in
-        // the run, in order of first appearance.
-        let mut conversations: Vec<(&Conversation, i64)> = Vec::new();
-        for (conversation, _, position) in messages {
+        for (conversation, _) in &conversations {
             if !tenants.contains(&&conversation.tenant) {
                 tenants.push(&conversation.tenant);
-            }
-            match conversations.iter_mut().find(|(c, _)| *c == conversation) {
-                Some((_, earliest)) => *earliest = (*earliest).min(*position),
-                None => conversations.push((conversation, *position)),
             }
         }
         let now = Utc::now();
