@@ -8,6 +8,8 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{json, Value};
 
+use mnemo_llm::testsupport::MockLlmServer;
+
 use crate::helpers::{spawn_app_with, TestApp};
 
 async fn app_with(config: &str) -> TestApp {
@@ -356,6 +358,145 @@ async fn the_backlog_degrades_readiness_and_past_its_ceiling_ingest_answers_503(
     assert_eq!(gauge(&metrics, "mnemo_degraded"), 0.0);
     let posted = app.post_messages(&other, "s1", messages(0, 1)).await;
     assert_eq!(posted.status(), 202);
+    app.stop().await;
+}
+
+/// The value of a counter or gauge with labels, e.g. `name{limit="slowdown"}`.
+fn labelled(metrics: &str, name_and_labels: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(name_and_labels)?
+                .strip_prefix(' ')?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn a_trailing_consolidator_paces_ingest_and_refuses_a_wait_too_long() {
+    // One worker, held 6 s by the model's first answer: the consumer waits
+    // for it with every full batch behind, so the consolidator's oldest
+    // unread message ages past the 1 s threshold while the test posts.
+    let llm = MockLlmServer::start().await;
+    llm.push_delay(r#"{"memories": []}"#, Duration::from_secs(6));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mnemo.toml");
+    std::fs::write(
+        &file,
+        "[consolidation.default]\nbatch_size = 2\nidle_timeout = 3600\nend_earlier_sessions = false\n\
+         [backlog]\nslowdown_seconds = 1\n",
+    )
+    .unwrap();
+    let uri = llm.uri();
+    let app = spawn_app_with(&[
+        ("MNEMO_CONFIG", file.to_str().unwrap()),
+        ("MNEMO_CONSOLIDATION_WORKERS", "1"),
+        ("MNEMO_LLM_BASE_URL", uri.as_str()),
+        ("MNEMO_LLM_MODEL", "mock-model"),
+        ("MNEMO_LLM_API_KEY", "sk-test"),
+    ])
+    .await;
+    let token = app.admin("t1");
+    let mut accepted = 0;
+    let held = app.post_messages(&token, "held", messages(0, 2)).await;
+    assert_eq!(held.status(), 202);
+    accepted += 2;
+
+    // Two messages each 100 ms, each a full batch of a new subject, until
+    // ingest says it is paced.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let rate = loop {
+        let response = app
+            .post_messages(&token, &format!("s{accepted}"), messages(0, 2))
+            .await;
+        assert_eq!(response.status(), 202);
+        accepted += 2;
+        if let Some(rate) = app.public_json("/readyz").await["ingest_pace"].as_f64() {
+            break rate;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "ingest was never paced; /readyz: {}",
+            app.public_json("/readyz").await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // Paced below what the test posted (about 20 messages a second).
+    assert!((1.0..20.0).contains(&rate), "{rate}");
+
+    // Requests of 100 messages, 50 ms apart: each moves the clock on by
+    // 100 ÷ rate, so soon one would wait more than 10 s and is refused
+    // before its append; those before it are held, not refused.
+    let mut requests = Vec::new();
+    for n in 0..10 {
+        requests.push(tokio::spawn({
+            let (address, token) = (app.address.clone(), token.clone());
+            async move {
+                let started = tokio::time::Instant::now();
+                let response = reqwest::Client::new()
+                    .post(format!("{address}/v1/subjects/big{n}/messages"))
+                    .bearer_auth(token)
+                    .json(&json!({ "messages": messages(0, 100) }))
+                    .send()
+                    .await
+                    .unwrap();
+                (response, started.elapsed())
+            }
+        }));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (mut refusals, mut longest_held) = (0, Duration::ZERO);
+    for request in requests {
+        let (response, took) = request.await.unwrap();
+        if response.status() == 202 {
+            accepted += 100;
+            longest_held = longest_held.max(took);
+        } else {
+            let retry_after = assert_refused(response, 503, "slow_down", "slowdown").await;
+            assert!(retry_after > 10, "{retry_after}");
+            refusals += 1;
+        }
+    }
+    assert!(refusals >= 1, "no request was refused");
+    assert!(
+        longest_held > Duration::from_secs(2),
+        "held requests waited {longest_held:?}"
+    );
+    let metrics = app.public("/metrics").await.text().await.unwrap();
+    assert!(gauge(&metrics, "mnemo_ingest_paced_requests_total") >= 1.0);
+    assert_eq!(
+        labelled(&metrics, "mnemo_ingest_refused_total{limit=\"slowdown\"}"),
+        refusals as f64
+    );
+    // What was refused was not appended; what was held was.
+    assert_eq!(message_events(&app, "t1").await, accepted);
+
+    // Once the model answers, the consolidator catches up and the next
+    // posts end the pacing.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let response = app
+            .post_messages(&token, &format!("after{accepted}"), messages(0, 2))
+            .await;
+        assert_eq!(response.status(), 202);
+        accepted += 2;
+        let ready = app.public_json("/readyz").await;
+        if ready["ingest_pace"].is_null() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "pacing never ended; /readyz: {ready}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let metrics = app.public("/metrics").await.text().await.unwrap();
+    assert_eq!(
+        gauge(&metrics, "mnemo_ingest_pace_messages_per_second"),
+        0.0
+    );
     app.stop().await;
 }
 

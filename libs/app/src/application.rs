@@ -557,6 +557,7 @@ fn backlog(
             degraded_records: settings.backlog.degraded_records,
             degraded_age: settings.backlog.degraded_age,
             ceiling: settings.backlog.ceiling_messages,
+            slowdown: settings.backlog.slowdown,
         },
     )
 }

@@ -15,6 +15,7 @@ pub(crate) struct RawBacklog {
     degraded_records: Option<u64>,
     degraded_seconds: Option<u64>,
     ceiling_messages: Option<u64>,
+    slowdown_seconds: Option<f64>,
 }
 
 /// When `/readyz` says `degraded` and when ingest stops accepting.
@@ -29,6 +30,10 @@ pub struct BacklogSettings {
     /// Messages accepted but not consolidated past which ingest answers 503
     /// with `Retry-After` before appending anything.
     pub ceiling_messages: u64,
+    /// How long the consolidator's oldest unread message may have waited
+    /// before ingest paces new messages to the rate consolidation sustains
+    /// (None, from `slowdown_seconds = 0`: never paced).
+    pub slowdown: Option<Duration>,
 }
 
 impl RawBacklog {
@@ -37,6 +42,18 @@ impl RawBacklog {
             degraded_records: self.degraded_records.unwrap_or(50_000),
             degraded_age: Duration::from_secs(self.degraded_seconds.unwrap_or(600)),
             ceiling_messages: self.ceiling_messages.unwrap_or(1_000_000),
+            slowdown: match self.slowdown_seconds.unwrap_or(2.0) {
+                0.0 => None,
+                seconds if seconds.is_finite() && seconds > 0.0 => {
+                    Some(Duration::from_secs_f64(seconds))
+                }
+                _ => {
+                    return Err(invalid(
+                        "backlog.slowdown_seconds",
+                        "must be a number of seconds, 0 to never pace ingest",
+                    ))
+                }
+            },
         };
         if settings.degraded_records == 0
             || settings.degraded_age.is_zero()
@@ -112,6 +129,18 @@ mod tests {
         assert_eq!(set.backlog.degraded_age, Duration::from_secs(5));
         let error = load_toml("[backlog]\nceiling_messages = 0\n").unwrap_err();
         assert!(error.to_string().contains("backlog"), "{error}");
+    }
+
+    #[test]
+    fn ingest_is_paced_past_two_seconds_unless_slowdown_is_zero() {
+        let settings = load_toml("").unwrap();
+        assert_eq!(settings.backlog.slowdown, Some(Duration::from_secs(2)));
+        let set = load_toml("[backlog]\nslowdown_seconds = 0.5\n").unwrap();
+        assert_eq!(set.backlog.slowdown, Some(Duration::from_millis(500)));
+        let off = load_toml("[backlog]\nslowdown_seconds = 0\n").unwrap();
+        assert_eq!(off.backlog.slowdown, None);
+        let error = load_toml("[backlog]\nslowdown_seconds = -1\n").unwrap_err();
+        assert!(error.to_string().contains("slowdown_seconds"), "{error}");
     }
 
     #[test]

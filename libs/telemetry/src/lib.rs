@@ -23,8 +23,8 @@ use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 use prometheus::{
-    Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry,
+    Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec,
+    Opts, Registry,
 };
 use tracing::Subscriber;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -367,6 +367,12 @@ pub struct Metrics {
     /// append, by the limit that refused them (`backlog_ceiling`,
     /// `requests_per_second`, `messages_per_day`).
     pub ingest_refused_total: IntCounterVec,
+    /// `mnemo_ingest_paced_requests_total`: requests of messages held
+    /// before their append because the consolidator trails.
+    pub ingest_paced_requests_total: IntCounter,
+    /// `mnemo_ingest_pace_messages_per_second`: the rate ingest admits
+    /// messages at while paced; 0 while not.
+    pub ingest_pace_messages_per_second: Gauge,
     /// `mnemo_consumer_handled_total{group, outcome}`, outcome one of `ok`, `retry`,
     /// `dead_letter`.
     pub consumer_handled_total: IntCounterVec,
@@ -480,6 +486,22 @@ impl Metrics {
                 "Ingest requests refused before any append, by limit.",
                 &["limit"],
             )?,
+            ingest_paced_requests_total: {
+                let counter = IntCounter::new(
+                    "mnemo_ingest_paced_requests_total",
+                    "Requests of messages held before their append because the consolidator trails.",
+                )?;
+                registry.register(Box::new(counter.clone()))?;
+                counter
+            },
+            ingest_pace_messages_per_second: {
+                let gauge = Gauge::new(
+                    "mnemo_ingest_pace_messages_per_second",
+                    "Messages per second ingest admits while paced behind the consolidator; 0 while not paced.",
+                )?;
+                registry.register(Box::new(gauge.clone()))?;
+                gauge
+            },
             consumer_handled_total: counter_vec(
                 &registry,
                 "mnemo_consumer_handled_total",

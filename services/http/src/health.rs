@@ -64,6 +64,7 @@ async fn readyz(health: web::Data<Health>) -> HttpResponse {
         Ok(()) => {
             let reading = health.backlog.read().await;
             let mut body = backlog_json(&reading);
+            body["ingest_pace"] = serde_json::json!(health.backlog.pace_rate().map(f64::round));
             // Degraded still answers 200: search serves what is indexed
             // while the rest catches up; a load balancer must not take the
             // process out for being behind.
@@ -122,6 +123,9 @@ async fn metrics_endpoint(
     metrics
         .relay_published_total
         .set(relay.published_total.load(Ordering::Relaxed));
+    metrics
+        .ingest_pace_messages_per_second
+        .set(health.backlog.pace_rate().unwrap_or(0.0));
     let reading = health.backlog.read().await;
     for lag in &reading.consumer_lag {
         let group = lag.group.as_str();

@@ -21,6 +21,7 @@ pub mod error;
 pub mod health;
 pub mod middleware;
 pub mod openapi;
+pub mod pacing;
 pub mod paths;
 pub mod views;
 

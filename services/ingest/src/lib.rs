@@ -24,6 +24,7 @@ use mnemo_config::Limits;
 use mnemo_domain::{MemoryState, SubjectId, TenantId};
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_http::backlog::Backlog;
+use mnemo_http::pacing::Pace;
 use mnemo_http::{ApiError, CountedLog};
 use mnemo_read_model::{MemoryReadModel, SubjectFilter};
 use mnemo_telemetry::Metrics;
@@ -47,8 +48,10 @@ pub struct IngestState {
 
 impl IngestState {
     /// Lets a write request through, or refuses it before anything is
-    /// appended: the tenant's quota (429) first, then, for messages, the
-    /// global backlog ceiling (503). Both answer `Retry-After`.
+    /// appended. For messages: the global backlog ceiling (503), then the
+    /// pace the consolidator's lag sets (the request waits its turn, or
+    /// 503 `slow_down` when the wait would be too long); then the tenant's
+    /// quota (429). Every refusal answers `Retry-After`.
     pub async fn admit(&self, tenant: &TenantId, messages: u64) -> Result<(), ApiError> {
         if messages > 0 {
             if let Some(waiting) = self.backlog.over_ceiling().await {
@@ -70,8 +73,35 @@ impl IngestState {
                 ));
             }
         }
+        let pace = self.backlog.pace(messages).await;
+        if let Pace::Refuse { retry_after, rate } = pace {
+            self.metrics
+                .ingest_refused_total
+                .with_label_values(&["slowdown"])
+                .inc();
+            let seconds = retry_after.as_secs_f64().ceil() as u64;
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "slow_down",
+                format!(
+                    "consolidation trails ingest, which admits {rate:.0} messages a second now; \
+                     these {messages} would wait {seconds} s, so retry later or post fewer at once"
+                ),
+            )
+            .retry_after(
+                seconds,
+                serde_json::json!({"limit": "slowdown", "limit_value": rate.round()}),
+            ));
+        }
         if let Err(refusal) = self.quotas.admit(tenant, messages, chrono::Utc::now()) {
             return Err(self.refuse(refusal));
+        }
+        if let Pace::Wait(wait) = pace {
+            // Held, not refused: the client sees the pipeline's speed as a
+            // slower answer. Nothing is appended before the wait ends, so a
+            // client that gives up loses nothing it was told was accepted.
+            self.metrics.ingest_paced_requests_total.inc();
+            tokio::time::sleep(wait).await;
         }
         Ok(())
     }

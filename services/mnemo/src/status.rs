@@ -1,6 +1,7 @@
 //! `mnemo status`: what `/readyz` says of a running process, for an
 //! operator at a terminal: ready or degraded (and why), the embedder, the
-//! relay's lag, each consumer group's lag and the consolidation backlog.
+//! relay's lag, each consumer group's lag, the consolidation backlog and
+//! the pace ingest admits messages at while the consolidator trails.
 //! Exits 0 when ready, 1 when degraded, 2 when the process does not answer.
 
 use std::time::Duration;
@@ -58,6 +59,11 @@ pub fn render(body: &Value) -> String {
             body["backlog"]["unconsolidated"]
         ));
     }
+    if let Some(rate) = body["ingest_pace"].as_f64() {
+        out.push_str(&format!(
+            "ingest paced    {rate:.0} messages/s (the consolidator trails)\n"
+        ));
+    }
     out
 }
 
@@ -106,7 +112,8 @@ mod tests {
             "consumer_lag": {"consolidator": 4, "retriever.memory-projection": null},
             "consumer_oldest_seconds": {"consolidator": 3.2, "retriever.memory-projection": null},
             "backlog": {"consolidation": {"messages": 6, "conversations": 1, "oldest_seconds": 12.4},
-                        "unconsolidated": 10}
+                        "unconsolidated": 10},
+            "ingest_pace": 850.0
         }));
         assert_eq!(
             text,
@@ -117,7 +124,14 @@ mod tests {
              consumer lag    consolidator                     4, oldest waited 3 s\n\
              consumer lag    retriever.memory-projection      unknown\n\
              consolidation   6 messages in 1 conversations, oldest waited 12 s\n\
-             unconsolidated  10\n"
+             unconsolidated  10\n\
+             ingest paced    850 messages/s (the consolidator trails)\n"
         );
+    }
+
+    #[test]
+    fn an_unpaced_process_prints_no_pace() {
+        let text = render(&json!({"status": "ready", "relay_lag": 0, "ingest_pace": null}));
+        assert_eq!(text, "status          ready\nrelay lag       0\n");
     }
 }

@@ -231,6 +231,28 @@ pub fn consolidated_rate(from: &Sample, to: &Sample, baseline: Baseline) -> Opti
     Some(end.saturating_sub(start) as f64 / seconds)
 }
 
+/// The rates of the load's second half, from the first sample at or past
+/// its middle to the load's last: (accepted msg/s, consolidated msg/s).
+/// What a run sustains once the backlog has found its level; the whole
+/// load's figures include the first seconds, when nothing waits yet.
+pub fn second_half(
+    samples: &[Sample],
+    load_last: usize,
+    baseline: Baseline,
+) -> Option<(f64, Option<f64>)> {
+    let end = samples.get(load_last)?;
+    let middle = samples[..load_last]
+        .iter()
+        .find(|sample| sample.t >= end.t / 2.0)?;
+    let seconds = end.t - middle.t;
+    (seconds > 0.0).then(|| {
+        (
+            end.accepted.saturating_sub(middle.accepted) as f64 / seconds,
+            consolidated_rate(middle, end, baseline),
+        )
+    })
+}
+
 /// Which samples the table prints: at most about `rows`, evenly spaced,
 /// always the first, the last of the load (`load_last`) and the last.
 pub fn table_rows(samples: usize, load_last: Option<usize>, rows: usize) -> Vec<usize> {
@@ -1183,6 +1205,14 @@ fn print_summary(target: &Target, bench: &PipelineBench, run: &mut Run, probes: 
             figure(consumed(&load_end, baseline))
         ),
     }
+    if let Some((accepted, consolidated)) = second_half(&run.samples, run.load_last, baseline) {
+        println!(
+            "the load's second half: accepted {accepted:.0} msg/s, consolidated {} (consolidated ÷ \
+             accepted {})",
+            consolidated.map_or_else(|| "?".into(), |rate| format!("{rate:.0} msg/s")),
+            consolidated.map_or_else(|| "?".into(), |rate| format!("{:.2}", rate / accepted)),
+        );
+    }
     let mut found: Vec<Duration> = probes
         .iter()
         .filter_map(|probe| match probe {
@@ -1335,6 +1365,24 @@ mod tests {
             consolidated_rate(&start, &sample(5.0, 10, 0, None), none),
             None
         );
+    }
+
+    #[test]
+    fn the_second_half_runs_from_the_middle_sample_to_the_loads_last() {
+        let none = Baseline::default();
+        let samples = [
+            sample(1.0, 100, 100, Some(0)),
+            sample(4.0, 400, 300, Some(0)),
+            sample(6.0, 600, 400, Some(0)),
+            sample(10.0, 1_000, 400, Some(200)),
+            // After the load: not part of it.
+            sample(12.0, 1_000, 0, Some(0)),
+        ];
+        // From t 6 (the first at or past 5) to t 10.
+        assert_eq!(second_half(&samples, 3, none), Some((100.0, Some(50.0))));
+        assert_eq!(second_half(&samples[..1], 0, none), None);
+        let unknown = [sample(2.0, 10, 0, None), sample(4.0, 30, 0, None)];
+        assert_eq!(second_half(&unknown, 1, none), Some((10.0, None)));
     }
 
     #[test]

@@ -681,7 +681,7 @@ class ErrorDetail(ResponseModel):
     retry_after_seconds: Optional[int] = None
     """On 429 and 503 refusals: the ``Retry-After`` header's value."""
     limit: Optional[str] = None
-    """On ``quota_exceeded`` / ``backlog_full``: the limit that refused."""
+    """On ``quota_exceeded`` / ``backlog_full`` / ``slow_down``: the limit that refused."""
     limit_value: Optional[int] = None
 
 
@@ -721,6 +721,8 @@ class Health(ResponseModel):
     consumer_oldest_seconds: Optional[Dict[str, Optional[float]]] = None
     embedder: Optional[EmbedderInfo] = None
     backlog: Optional[Backlog] = None
+    ingest_pace: Optional[float] = None
+    """Messages per second ingest admits while the consolidator trails; None while not paced."""
 
 
 __all__ = [

@@ -1,0 +1,329 @@
+//! Ingest pacing: when the consolidator trails what ingest accepts by more
+//! than `[backlog] slowdown_seconds`, new messages are admitted at a rate
+//! that follows what consolidation sustains, instead of at whatever rate
+//! the clients post. Without it a sustained load grows the backlog without
+//! bound until the ceiling refuses everything at once; with it the clients
+//! feel the pipeline's real speed as slower answers, and the backlog stays
+//! near the threshold (so it drains in about that many seconds).
+//!
+//! The controller is the one RocksDB uses to stall writes behind its
+//! compaction ("delayed write rate"): measure nothing but the debt's
+//! direction. Each second the consolidator's lag is read: while it trails
+//! past the threshold and its lag grew, the rate is cut by a fifth; while
+//! it trails and its lag did not grow, the rate is held; once it is back
+//! within the threshold, the rate rises by a quarter a second. So the lag
+//! settles at the threshold and the admitted rate around what
+//! consolidation sustains. The rate starts from four fifths of what was
+//! admitted in the second before, and pacing ends when the lag is gone or
+//! the rate no longer binds. Admission is a virtual clock (a leaky bucket, GCRA): a
+//! request of n messages waits until the clock, and moves it on by n ÷
+//! rate; a request that would wait longer than [`Pacer::MAX_WAIT`] is
+//! refused instead (503 `slow_down` with `Retry-After`), before anything
+//! is appended.
+//!
+//! The signal is the consolidator group's oldest unread record, not the
+//! consolidation buffer: the buffer holds messages that wait for their
+//! batch or their conversation's end by design, which pacing cannot
+//! speed up. Every ingest process paces on the same shared reading, so N
+//! ingest replicas converge as N senders do behind one congested link.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::backlog::GroupLag;
+
+/// What a request of messages does now.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// Admitted without waiting.
+    Go,
+    /// Admitted once this wait has passed.
+    Wait(Duration),
+    /// Not admitted: the wait would pass [`Pacer::MAX_WAIT`].
+    Refuse {
+        /// What the client is told to wait before trying again.
+        retry_after: Duration,
+        /// Messages per second ingest admits now.
+        rate: f64,
+    },
+}
+
+pub struct Pacer {
+    /// How far behind the consolidator may trail before ingest is paced;
+    /// None: never paced.
+    slowdown: Option<Duration>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// Messages per second while pacing; None while not.
+    rate: Option<f64>,
+    /// When the next message may be admitted (the virtual clock).
+    next_free: Instant,
+    /// When the rate was last adjusted, and the consolidator's lag then.
+    adjusted: Option<(Instant, Option<u64>)>,
+    /// Messages admitted since that adjustment.
+    admitted: u64,
+}
+
+impl Pacer {
+    /// The rate is adjusted at most this often (the backlog reading's
+    /// freshness).
+    pub const ADJUST_EVERY: Duration = Duration::from_secs(1);
+    /// The longest a request is held; past it the request is refused.
+    /// Well inside the 30 s timeouts of the SDKs.
+    pub const MAX_WAIT: Duration = Duration::from_secs(10);
+    /// The cut while the lag grows, and the rise while it shrinks.
+    const SLOWER: f64 = 0.8;
+    const FASTER: f64 = 1.25;
+    /// The rate never falls below this many messages per second: with the
+    /// consolidator stopped, requests of a few messages still trickle in,
+    /// and larger ones are refused with a time to retry.
+    const MIN_RATE: f64 = 1.0;
+
+    pub fn new(slowdown: Option<Duration>) -> Self {
+        Pacer {
+            slowdown,
+            state: Mutex::new(State {
+                rate: None,
+                next_free: Instant::now(),
+                adjusted: None,
+                admitted: 0,
+            }),
+        }
+    }
+
+    /// Whether ingest is paced at all (`slowdown_seconds` is not 0).
+    pub fn enabled(&self) -> bool {
+        self.slowdown.is_some()
+    }
+
+    /// Messages per second admitted now; None while not pacing.
+    pub fn rate(&self) -> Option<f64> {
+        self.lock().rate
+    }
+
+    /// Adjusts the rate to a reading of the consolidator's group (None: the
+    /// process cannot see it, and nothing changes), at most once per
+    /// [`Self::ADJUST_EVERY`].
+    pub fn observe(&self, consolidator: Option<&GroupLag>, now: Instant) {
+        let (Some(slowdown), Some(group)) = (self.slowdown, consolidator) else {
+            return;
+        };
+        let mut state = self.lock();
+        let Some((at, last_lag)) = state.adjusted else {
+            state.adjusted = Some((now, group.records));
+            state.admitted = 0;
+            return;
+        };
+        let since = now.saturating_duration_since(at);
+        if since < Self::ADJUST_EVERY {
+            return;
+        }
+        let admitted = state.admitted as f64 / since.as_secs_f64();
+        let behind = group
+            .oldest_seconds
+            .is_some_and(|age| age > slowdown.as_secs_f64());
+        let lag = group.records;
+        let grew = matches!((last_lag, lag), (Some(before), Some(now)) if now > before);
+        state.rate = match state.rate {
+            None if behind => Some((admitted * Self::SLOWER).max(Self::MIN_RATE)),
+            None => None,
+            // Caught up, or the rate no longer holds anybody back.
+            Some(_) if lag == Some(0) => None,
+            Some(rate) if !behind && rate > 2.0 * admitted => None,
+            Some(rate) if behind && grew => Some((rate * Self::SLOWER).max(Self::MIN_RATE)),
+            // Behind and not growing: the rate is at or below what
+            // consolidation sustains; held until the lag is back within the
+            // threshold, so the lag settles there instead of above it.
+            Some(rate) if behind => Some(rate),
+            Some(rate) => Some(rate * Self::FASTER),
+        };
+        state.adjusted = Some((now, lag));
+        state.admitted = 0;
+    }
+
+    /// Admits a request of `messages` at `now`: at once, after a wait, or
+    /// not at all. An admitted request's messages move the clock on; a
+    /// refused one's do not.
+    pub fn reserve(&self, messages: u64, now: Instant) -> Pace {
+        let mut state = self.lock();
+        let Some(rate) = state.rate else {
+            state.admitted += messages;
+            return Pace::Go;
+        };
+        let start = state.next_free.max(now);
+        let wait = start - now;
+        if wait > Self::MAX_WAIT {
+            return Pace::Refuse {
+                retry_after: wait,
+                rate,
+            };
+        }
+        state.next_free = start + Duration::from_secs_f64(messages as f64 / rate);
+        state.admitted += messages;
+        match wait.is_zero() {
+            true => Pace::Go,
+            false => Pace::Wait(wait),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(records: u64, oldest_seconds: Option<f64>) -> GroupLag {
+        GroupLag {
+            group: "consolidator".into(),
+            records: Some(records),
+            oldest_seconds,
+        }
+    }
+
+    /// Admits `per_second` messages in requests of 10 over one second from
+    /// `at`, and says how long the last one waits.
+    fn post_for_a_second(pacer: &Pacer, at: Instant, per_second: u64) -> Pace {
+        let mut last = Pace::Go;
+        for i in 0..per_second / 10 {
+            let now = at + Duration::from_secs_f64(i as f64 * 10.0 / per_second as f64);
+            last = pacer.reserve(10, now);
+        }
+        last
+    }
+
+    #[test]
+    fn a_consolidator_within_the_threshold_paces_nothing() {
+        let pacer = Pacer::new(Some(Duration::from_secs(5)));
+        let t0 = Instant::now();
+        pacer.observe(Some(&group(100, Some(1.0))), t0);
+        assert_eq!(post_for_a_second(&pacer, t0, 1000), Pace::Go);
+        pacer.observe(Some(&group(5000, Some(4.9))), t0 + Duration::from_secs(1));
+        assert_eq!(pacer.rate(), None);
+        assert_eq!(pacer.reserve(100, t0 + Duration::from_secs(1)), Pace::Go);
+    }
+
+    #[test]
+    fn off_never_paces() {
+        let pacer = Pacer::new(None);
+        assert!(!pacer.enabled());
+        let t0 = Instant::now();
+        pacer.observe(Some(&group(100, Some(100.0))), t0);
+        pacer.observe(Some(&group(9000, Some(200.0))), t0 + Duration::from_secs(2));
+        assert_eq!(pacer.rate(), None);
+    }
+
+    #[test]
+    fn a_trailing_consolidator_paces_ingest_below_what_it_admitted_and_lower_while_the_lag_grows() {
+        let pacer = Pacer::new(Some(Duration::from_secs(5)));
+        let t0 = Instant::now();
+        let second = |n: u64| t0 + Duration::from_secs(n);
+        pacer.observe(Some(&group(1000, Some(2.0))), t0);
+        post_for_a_second(&pacer, t0, 1000);
+        // Behind: the rate starts at four fifths of the second before.
+        pacer.observe(Some(&group(6000, Some(6.0))), second(1));
+        let rate = pacer.rate().expect("paced");
+        assert!((rate - 800.0).abs() < 1.0, "{rate}");
+        // 100 messages at 800/s: the next request waits an eighth of a second.
+        assert_eq!(pacer.reserve(100, second(1)), Pace::Go);
+        match pacer.reserve(10, second(1)) {
+            Pace::Wait(wait) => assert!((wait.as_secs_f64() - 0.125).abs() < 1e-6, "{wait:?}"),
+            other => panic!("{other:?}"),
+        }
+        // No earlier than a second; a flat lag keeps the rate, a growing
+        // one cuts it by a fifth.
+        pacer.observe(
+            Some(&group(9000, Some(7.0))),
+            second(1) + Duration::from_millis(500),
+        );
+        assert!((pacer.rate().unwrap() - 800.0).abs() < 1.0);
+        pacer.observe(Some(&group(6000, Some(7.0))), second(2));
+        assert!(
+            (pacer.rate().unwrap() - 800.0).abs() < 1.0,
+            "flat lag keeps the rate"
+        );
+        pacer.observe(Some(&group(7500, Some(7.0))), second(3));
+        assert!((pacer.rate().unwrap() - 640.0).abs() < 1.0);
+        // Shrinking but still behind: held, so the lag comes back to the
+        // threshold.
+        pacer.observe(Some(&group(7000, Some(6.0))), second(4));
+        assert!((pacer.rate().unwrap() - 640.0).abs() < 1.0);
+        // Within the threshold again: a quarter more each second.
+        pacer.observe(Some(&group(4000, Some(4.0))), second(5));
+        assert!((pacer.rate().unwrap() - 800.0).abs() < 1.0);
+        pacer.observe(Some(&group(4500, Some(4.5))), second(6));
+        assert!((pacer.rate().unwrap() - 1000.0).abs() < 1.0);
+    }
+
+    #[test]
+    fn a_request_that_would_wait_too_long_is_refused_and_moves_nothing() {
+        let pacer = Pacer::new(Some(Duration::from_secs(1)));
+        let t0 = Instant::now();
+        pacer.observe(Some(&group(10, Some(0.5))), t0);
+        pacer.reserve(10, t0);
+        pacer.observe(Some(&group(50, Some(2.0))), t0 + Duration::from_secs(1));
+        // Ten messages in the second before: 8 messages a second now.
+        let now = t0 + Duration::from_secs(1);
+        assert_eq!(pacer.reserve(80, now), Pace::Go);
+        // The clock is 10 s ahead; one more message would wait 10 s: held.
+        assert_eq!(pacer.reserve(1, now), Pace::Wait(Duration::from_secs(10)));
+        match pacer.reserve(1, now) {
+            Pace::Refuse { retry_after, rate } => {
+                assert!(retry_after > Pacer::MAX_WAIT, "{retry_after:?}");
+                assert!((rate - 8.0).abs() < 1e-9);
+            }
+            other => panic!("{other:?}"),
+        }
+        // The refusal took no slot: later, the same request waits less.
+        match pacer.reserve(1, now + Duration::from_secs(2)) {
+            Pace::Wait(wait) => assert!(wait < Pacer::MAX_WAIT, "{wait:?}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn pacing_ends_when_the_consolidator_catches_up_or_the_rate_stops_binding() {
+        let start_pacing = || {
+            let pacer = Pacer::new(Some(Duration::from_secs(5)));
+            let t0 = Instant::now();
+            pacer.observe(Some(&group(1000, Some(2.0))), t0);
+            post_for_a_second(&pacer, t0, 1000);
+            pacer.observe(Some(&group(6000, Some(6.0))), t0 + Duration::from_secs(1));
+            assert!(pacer.rate().is_some());
+            (pacer, t0)
+        };
+        let (pacer, t0) = start_pacing();
+        pacer.observe(Some(&group(0, None)), t0 + Duration::from_secs(2));
+        assert_eq!(pacer.rate(), None);
+        assert_eq!(pacer.reserve(1000, t0 + Duration::from_secs(2)), Pace::Go);
+
+        // Within the threshold the rate rises; once it is twice what the
+        // clients post, pacing ends.
+        let (pacer, t0) = start_pacing();
+        let mut second = 2;
+        while pacer.rate().is_some() {
+            post_for_a_second(&pacer, t0 + Duration::from_secs(second - 1), 500);
+            pacer.observe(
+                Some(&group(3000, Some(3.0))),
+                t0 + Duration::from_secs(second),
+            );
+            second += 1;
+            assert!(second < 20, "pacing never ended");
+        }
+        assert!(second > 3, "the rate rose before pacing ended");
+    }
+
+    #[test]
+    fn an_unseen_consolidator_changes_nothing() {
+        let pacer = Pacer::new(Some(Duration::from_secs(1)));
+        let t0 = Instant::now();
+        pacer.observe(None, t0);
+        pacer.observe(None, t0 + Duration::from_secs(5));
+        assert_eq!(pacer.rate(), None);
+    }
+}
