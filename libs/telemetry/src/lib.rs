@@ -467,14 +467,13 @@ impl Metrics {
                 "mnemo_consolidation_buffer_conversations",
                 "Conversations with messages waiting for consolidation.",
             )?,
-            consolidation_buffer_oldest_seconds: {
-                let gauge = Gauge::new(
+            consolidation_buffer_oldest_seconds: registered(
+                &registry,
+                Gauge::new(
                     "mnemo_consolidation_buffer_oldest_seconds",
                     "How long the longest-waiting buffered message has waited, idle waits included.",
-                )?;
-                registry.register(Box::new(gauge.clone()))?;
-                gauge
-            },
+                )?,
+            )?,
             degraded: gauge(
                 &registry,
                 "mnemo_degraded",
@@ -486,22 +485,20 @@ impl Metrics {
                 "Ingest requests refused before any append, by limit.",
                 &["limit"],
             )?,
-            ingest_paced_requests_total: {
-                let counter = IntCounter::new(
+            ingest_paced_requests_total: registered(
+                &registry,
+                IntCounter::new(
                     "mnemo_ingest_paced_requests_total",
                     "Requests of messages held before their append because the consolidator trails.",
-                )?;
-                registry.register(Box::new(counter.clone()))?;
-                counter
-            },
-            ingest_pace_messages_per_second: {
-                let gauge = Gauge::new(
+                )?,
+            )?,
+            ingest_pace_messages_per_second: registered(
+                &registry,
+                Gauge::new(
                     "mnemo_ingest_pace_messages_per_second",
                     "Messages per second ingest admits while paced behind the consolidator; 0 while not paced.",
-                )?;
-                registry.register(Box::new(gauge.clone()))?;
-                gauge
-            },
+                )?,
+            )?,
             consumer_handled_total: counter_vec(
                 &registry,
                 "mnemo_consumer_handled_total",
@@ -566,6 +563,15 @@ impl Metrics {
                 String::new()
             })
     }
+}
+
+/// `metric`, once registered.
+fn registered<M>(registry: &Registry, metric: M) -> Result<M, TelemetryError>
+where
+    M: prometheus::core::Collector + Clone + 'static,
+{
+    registry.register(Box::new(metric.clone()))?;
+    Ok(metric)
 }
 
 fn counter_vec(

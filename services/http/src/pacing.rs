@@ -253,9 +253,12 @@ mod tests {
         // threshold.
         pacer.observe(Some(&group(7000, Some(6.0))), second(4));
         assert!((pacer.rate().unwrap() - 640.0).abs() < 1.0);
-        // Within the threshold again: a quarter more each second.
+        // Within the threshold again, with clients posting more than the
+        // rate: a quarter more each second.
+        post_for_a_second(&pacer, second(4), 1000);
         pacer.observe(Some(&group(4000, Some(4.0))), second(5));
         assert!((pacer.rate().unwrap() - 800.0).abs() < 1.0);
+        post_for_a_second(&pacer, second(5), 1000);
         pacer.observe(Some(&group(4500, Some(4.5))), second(6));
         assert!((pacer.rate().unwrap() - 1000.0).abs() < 1.0);
     }
