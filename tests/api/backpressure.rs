@@ -43,6 +43,12 @@ async fn assert_refused(response: reqwest::Response, status: u16, code: &str, li
     assert_eq!(body["error"]["code"], code, "{body}");
     assert_eq!(body["error"]["limit"], limit, "{body}");
     assert_eq!(body["error"]["retry_after_seconds"], retry_after, "{body}");
+    assert!(
+        body["error"]["limit_value"]
+            .as_u64()
+            .is_some_and(|value| value >= 1),
+        "{body}"
+    );
     retry_after
 }
 

@@ -90,7 +90,8 @@ impl IngestState {
             )
             .retry_after(
                 seconds,
-                serde_json::json!({"limit": "slowdown", "limit_value": rate.round()}),
+                // An integer, as every limit_value is (the rate is at least 1).
+                serde_json::json!({"limit": "slowdown", "limit_value": rate.round() as u64}),
             ));
         }
         if let Err(refusal) = self.quotas.admit(tenant, messages, chrono::Utc::now()) {
