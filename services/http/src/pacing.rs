@@ -74,7 +74,8 @@ impl Pacer {
     /// The longest a request is held; past it the request is refused.
     /// Well inside the 30 s timeouts of the SDKs.
     pub const MAX_WAIT: Duration = Duration::from_secs(10);
-    /// The cut while the lag grows, and the rise while it shrinks.
+    /// The cut while the consolidator trails and its lag grows, and the
+    /// rise once it is back within the threshold.
     const SLOWER: f64 = 0.8;
     const FASTER: f64 = 1.25;
     /// The rate never falls below this many messages per second: with the
@@ -126,7 +127,8 @@ impl Pacer {
             .oldest_seconds
             .is_some_and(|age| age > slowdown.as_secs_f64());
         let lag = group.records;
-        let grew = matches!((last_lag, lag), (Some(before), Some(now)) if now > before);
+        let grew = matches!((last_lag, lag), (Some(before), Some(after)) if after > before);
+        let was_paced = state.rate.is_some();
         state.rate = match state.rate {
             None if behind => Some((admitted * Self::SLOWER).max(Self::MIN_RATE)),
             None => None,
@@ -140,6 +142,11 @@ impl Pacer {
             Some(rate) if behind => Some(rate),
             Some(rate) => Some(rate * Self::FASTER),
         };
+        if !was_paced {
+            // A clock left ahead by an earlier spell of pacing is not this
+            // one's debt.
+            state.next_free = now;
+        }
         state.adjusted = Some((now, lag));
         state.admitted = 0;
     }
@@ -301,9 +308,16 @@ mod tests {
             (pacer, t0)
         };
         let (pacer, t0) = start_pacing();
+        // 8 s of the clock taken at 800 messages a second.
+        pacer.reserve(6400, t0 + Duration::from_secs(1));
         pacer.observe(Some(&group(0, None)), t0 + Duration::from_secs(2));
         assert_eq!(pacer.rate(), None);
         assert_eq!(pacer.reserve(1000, t0 + Duration::from_secs(2)), Pace::Go);
+        // Paced again later: the earlier spell's clock is not carried over.
+        post_for_a_second(&pacer, t0 + Duration::from_secs(2), 1000);
+        pacer.observe(Some(&group(6000, Some(6.0))), t0 + Duration::from_secs(3));
+        assert!(pacer.rate().is_some());
+        assert_eq!(pacer.reserve(10, t0 + Duration::from_secs(3)), Pace::Go);
 
         // Within the threshold the rate rises; once it is twice what the
         // clients post, pacing ends.
