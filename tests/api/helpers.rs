@@ -86,6 +86,10 @@ pub async fn spawn_app_in(dir: tempfile::TempDir, env: &[(&str, &str)]) -> TestA
         address,
         client: Client::builder()
             .timeout(Duration::from_secs(30))
+            // Below the server's 5 s keep-alive: a connection idle past it
+            // (a test waiting on a child process) could be reused just as
+            // the server closes it, and the request fail unanswered.
+            .pool_idle_timeout(Duration::from_secs(2))
             .build()
             .unwrap(),
         dir,
