@@ -25,4 +25,12 @@ pub mod verify_erasure;
 pub use application::{Application, SERVE_LOCK_FILE};
 pub use roles::Roles;
 
+/// The global allocator every mnemo binary declares
+/// (`#[global_allocator] static ALLOCATOR: mnemo_app::Allocator =
+/// mnemo_app::Allocator;`): mimalloc, not glibc's malloc. The server
+/// allocates and frees many small buffers across threads (JSON, sealed
+/// payloads, rows, points), and glibc's arenas took a fifth of its CPU
+/// under load (docs/operations.md, "The pipeline under load").
+pub use mimalloc::MiMalloc as Allocator;
+
 mod data_dir_lock;

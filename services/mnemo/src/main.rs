@@ -17,6 +17,10 @@ use mnemo_domain::{SubjectId, TenantId};
 use mnemo_telemetry::TelemetryConfig;
 use secrecy::{ExposeSecret, SecretString};
 
+/// See [`mnemo_app::Allocator`].
+#[global_allocator]
+static ALLOCATOR: mnemo_app::Allocator = mnemo_app::Allocator;
+
 #[derive(Parser)]
 #[command(name = "mnemo", version, about = "Long-term memory for LLM agents")]
 struct Cli {
