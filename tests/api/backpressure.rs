@@ -453,6 +453,18 @@ async fn a_trailing_consolidator_paces_ingest_and_refuses_a_wait_too_long() {
         }));
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // Meanwhile another tenant posts: it is not behind t1's requests, whose
+    // clock runs more than 10 s ahead now, but admitted at once on a share
+    // of the rate of its own.
+    let other = app.admin("t2");
+    let started = tokio::time::Instant::now();
+    let response = app.post_messages(&other, "quiet", messages(0, 2)).await;
+    assert_eq!(response.status(), 202);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "t2 waited {:?} behind t1",
+        started.elapsed()
+    );
     let (mut refusals, mut longest_held) = (0, Duration::ZERO);
     for request in requests {
         let (response, took) = request.await.unwrap();

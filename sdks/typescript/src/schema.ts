@@ -1211,7 +1211,7 @@ export interface components {
                 retry_after_seconds?: number;
                 /** @description On `quota_exceeded`, `backlog_full` and `slow_down`: the limit that refused the request (`requests_per_second`, `messages_per_day`, `memories_per_subject`, `storage_bytes`, `backlog_ceiling`, `slowdown`). */
                 limit?: string;
-                /** @description That limit's configured value (for `slowdown`: the messages per second ingest admits now). */
+                /** @description That limit's configured value (for `slowdown`: the messages per second ingest admits of the tenant now, its share of the rate). */
                 limit_value?: number;
             };
         };
@@ -1955,7 +1955,7 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             /** @description `internal_error`: an unexpected server-side failure (details are logged, never returned). */
             500: components["responses"]["InternalError"];
-            /** @description `unavailable`: the event store is unavailable; retry later. Also `backlog_full`: the consolidation backlog is past `[backlog] ceiling_messages`; and `slow_down`: while the consolidator trails by more than `[backlog] slowdown_seconds`, ingest admits messages at the rate consolidation sustains (a request waits its turn before its append, so answers are slower), and a request whose wait would pass 10 s is refused instead (`limit: slowdown`, `limit_value`: the messages per second admitted now). Nothing appended on either; `Retry-After` says when to try again. */
+            /** @description `unavailable`: the event store is unavailable; retry later. Also `backlog_full`: the consolidation backlog is past `[backlog] ceiling_messages`; and `slow_down`: while the consolidator trails by more than `[backlog] slowdown_seconds`, ingest admits messages at the rate consolidation sustains (a request waits its turn before its append, so answers are slower), and a request whose wait would pass 10 s is refused instead (`limit: slowdown`, `limit_value`: the messages per second admitted of the tenant now). The rate is shared fairly between the tenants posting: a tenant waits behind its own requests only, never behind another tenant's flood. Nothing appended on either; `Retry-After` says when to try again. */
             503: components["responses"]["Unavailable"];
         };
     };

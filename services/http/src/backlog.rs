@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use mnemo_bus::relay::RelayStats;
 use mnemo_bus::Bus;
+use mnemo_domain::TenantId;
 use serde::Serialize;
 
 use crate::pacing::{Pace, Pacer};
@@ -176,14 +177,22 @@ impl Backlog {
     /// Admits a request of `messages` under the pace the consolidator's
     /// lag sets ([`crate::pacing`]): the caller waits what it says, or
     /// refuses the request.
-    pub async fn pace(&self, messages: u64) -> Pace {
+    pub async fn pace(&self, tenant: &TenantId, messages: u64) -> Pace {
         if !self.pacer.enabled() || messages == 0 {
             return Pace::Go;
         }
         let reading = self.read().await;
         let now = Instant::now();
         self.pacer.observe(reading.consolidator(), now);
-        self.pacer.reserve(messages, now)
+        self.pacer.reserve(tenant, messages, now)
+    }
+
+    /// Gives back the pace an admitted request took when a later check
+    /// refuses it ([`crate::pacing::Pacer::release`]).
+    pub fn unpace(&self, tenant: &TenantId, messages: u64) {
+        if self.pacer.enabled() && messages > 0 {
+            self.pacer.release(tenant, messages);
+        }
     }
 
     /// Messages per second ingest admits now; None while not paced.

@@ -21,14 +21,26 @@
 //! refused instead (503 `slow_down` with `Retry-After`), before anything
 //! is appended.
 //!
+//! The rate is shared between tenants, so one tenant's flood does not
+//! hold the others' requests behind it: each tenant posting has a clock
+//! of its own, running at its share of the rate. The shares are a max-min
+//! fair split of the rate by what each tenant asked for in the second
+//! before (water-filling): a tenant that asks less than an equal share
+//! uses what it asks (and may post up to an equal share without waiting),
+//! and the tenants asking more split the rest evenly. A tenant that
+//! starts posting while ingest is paced gets an equal share at once.
+//!
 //! The signal is the consolidator group's oldest unread record, not the
 //! consolidation buffer: the buffer holds messages that wait for their
 //! batch or their conversation's end by design, which pacing cannot
 //! speed up. Every ingest process paces on the same shared reading, so N
 //! ingest replicas converge as N senders do behind one congested link.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use mnemo_domain::TenantId;
 
 use crate::backlog::GroupLag;
 
@@ -43,7 +55,8 @@ pub enum Pace {
     Refuse {
         /// What the client is told to wait before trying again.
         retry_after: Duration,
-        /// Messages per second ingest admits now.
+        /// Messages per second ingest admits of this tenant now (its
+        /// share of the rate).
         rate: f64,
     },
 }
@@ -57,14 +70,47 @@ pub struct Pacer {
 
 #[derive(Debug)]
 struct State {
-    /// Messages per second while pacing; None while not.
+    /// Messages per second while pacing, across every tenant; None while
+    /// not.
     rate: Option<f64>,
-    /// When the next message may be admitted (the virtual clock).
-    next_free: Instant,
+    /// Each tenant posting while paced: its clock and its share.
+    tenants: HashMap<TenantId, TenantPace>,
     /// When the rate was last adjusted, and the consolidator's lag then.
     adjusted: Option<(Instant, Option<u64>)>,
     /// Messages admitted since that adjustment.
     admitted: u64,
+}
+
+#[derive(Debug)]
+struct TenantPace {
+    /// When the tenant's next message may be admitted (its virtual clock).
+    next_free: Instant,
+    /// Messages per second of the rate the tenant may use; None until the
+    /// next adjustment for a tenant that began posting since the last
+    /// (it gets an equal share meanwhile).
+    share: Option<f64>,
+    /// Messages the tenant asked to post since the last adjustment,
+    /// refused ones included: its demand.
+    asked: u64,
+}
+
+/// Splits `rate` between tenants asking `demands` messages per second
+/// (max-min fairness, by water-filling): in order of demand, each tenant
+/// gets an equal share of what is left; a tenant asking less than that
+/// leaves the rest to the others, which then split more. A share is never
+/// below the equal share at the tenant's turn, so a light tenant's bursts
+/// up to it do not wait.
+fn fair_shares(rate: f64, demands: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..demands.len()).collect();
+    order.sort_by(|&a, &b| demands[a].total_cmp(&demands[b]));
+    let mut shares = vec![0.0; demands.len()];
+    let mut left = rate;
+    for (turn, &i) in order.iter().enumerate() {
+        let equal = left / (demands.len() - turn) as f64;
+        shares[i] = equal.max(Pacer::MIN_RATE);
+        left -= demands[i].min(equal);
+    }
+    shares
 }
 
 impl Pacer {
@@ -88,7 +134,7 @@ impl Pacer {
             slowdown,
             state: Mutex::new(State {
                 rate: None,
-                next_free: Instant::now(),
+                tenants: HashMap::new(),
                 adjusted: None,
                 admitted: 0,
             }),
@@ -145,34 +191,83 @@ impl Pacer {
         if !was_paced {
             // A clock left ahead by an earlier spell of pacing is not this
             // one's debt.
-            state.next_free = now;
+            state.tenants.clear();
+        }
+        match state.rate {
+            None => state.tenants.clear(),
+            Some(rate) => {
+                let seconds = since.as_secs_f64();
+                // A tenant that asked nothing and owes nothing is forgotten.
+                state
+                    .tenants
+                    .retain(|_, tenant| tenant.asked > 0 || tenant.next_free > now);
+                let demands: Vec<f64> = state
+                    .tenants
+                    .values()
+                    .map(|tenant| tenant.asked as f64 / seconds)
+                    .collect();
+                let shares = fair_shares(rate, &demands);
+                for (tenant, share) in state.tenants.values_mut().zip(shares) {
+                    tenant.share = Some(share);
+                    tenant.asked = 0;
+                }
+            }
         }
         state.adjusted = Some((now, lag));
         state.admitted = 0;
     }
 
-    /// Admits a request of `messages` at `now`: at once, after a wait, or
-    /// not at all. An admitted request's messages move the clock on; a
-    /// refused one's do not.
-    pub fn reserve(&self, messages: u64, now: Instant) -> Pace {
+    /// Admits a request of `tenant`'s `messages` at `now`: at once, after
+    /// a wait, or not at all. An admitted request's messages move the
+    /// tenant's clock on; a refused one's do not.
+    pub fn reserve(&self, tenant: &TenantId, messages: u64, now: Instant) -> Pace {
         let mut state = self.lock();
         let Some(rate) = state.rate else {
             state.admitted += messages;
             return Pace::Go;
         };
-        let start = state.next_free.max(now);
+        let posting = state.tenants.len() + usize::from(!state.tenants.contains_key(tenant));
+        let pace = state
+            .tenants
+            .entry(tenant.clone())
+            .or_insert_with(|| TenantPace {
+                next_free: now,
+                share: None,
+                asked: 0,
+            });
+        pace.asked += messages;
+        let share = pace.share.unwrap_or(rate / posting as f64);
+        let start = pace.next_free.max(now);
         let wait = start - now;
         if wait > Self::MAX_WAIT {
             return Pace::Refuse {
                 retry_after: wait,
-                rate,
+                rate: share,
             };
         }
-        state.next_free = start + Duration::from_secs_f64(messages as f64 / rate);
+        pace.next_free = start + Duration::from_secs_f64(messages as f64 / share);
         state.admitted += messages;
         match wait.is_zero() {
             true => Pace::Go,
             false => Pace::Wait(wait),
+        }
+    }
+
+    /// Gives back what an admitted request of `tenant`'s `messages` took
+    /// when a later check refuses it after all (the tenant's quota), so
+    /// the tenant's next requests do not wait for messages never appended.
+    pub fn release(&self, tenant: &TenantId, messages: u64) {
+        let mut state = self.lock();
+        state.admitted = state.admitted.saturating_sub(messages);
+        let Some(rate) = state.rate else {
+            return;
+        };
+        let posting = state.tenants.len().max(1);
+        if let Some(pace) = state.tenants.get_mut(tenant) {
+            let share = pace.share.unwrap_or(rate / posting as f64);
+            let took = Duration::from_secs_f64(messages as f64 / share);
+            pace.next_free = pace.next_free.checked_sub(took).unwrap_or(pace.next_free);
+            pace.asked = pace.asked.saturating_sub(messages);
         }
     }
 
@@ -184,6 +279,10 @@ impl Pacer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn acme() -> TenantId {
+        TenantId::parse("acme").unwrap()
+    }
 
     fn group(records: u64, oldest_seconds: Option<f64>) -> GroupLag {
         GroupLag {
@@ -199,7 +298,7 @@ mod tests {
         let mut last = Pace::Go;
         for i in 0..per_second / 10 {
             let now = at + Duration::from_secs_f64(i as f64 * 10.0 / per_second as f64);
-            last = pacer.reserve(10, now);
+            last = pacer.reserve(&acme(), 10, now);
         }
         last
     }
@@ -212,7 +311,10 @@ mod tests {
         assert_eq!(post_for_a_second(&pacer, t0, 1000), Pace::Go);
         pacer.observe(Some(&group(5000, Some(4.9))), t0 + Duration::from_secs(1));
         assert_eq!(pacer.rate(), None);
-        assert_eq!(pacer.reserve(100, t0 + Duration::from_secs(1)), Pace::Go);
+        assert_eq!(
+            pacer.reserve(&acme(), 100, t0 + Duration::from_secs(1)),
+            Pace::Go
+        );
     }
 
     #[test]
@@ -237,8 +339,8 @@ mod tests {
         let rate = pacer.rate().expect("paced");
         assert!((rate - 800.0).abs() < 1.0, "{rate}");
         // 100 messages at 800/s: the next request waits an eighth of a second.
-        assert_eq!(pacer.reserve(100, second(1)), Pace::Go);
-        match pacer.reserve(10, second(1)) {
+        assert_eq!(pacer.reserve(&acme(), 100, second(1)), Pace::Go);
+        match pacer.reserve(&acme(), 10, second(1)) {
             Pace::Wait(wait) => assert!((wait.as_secs_f64() - 0.125).abs() < 1e-6, "{wait:?}"),
             other => panic!("{other:?}"),
         }
@@ -275,14 +377,17 @@ mod tests {
         let pacer = Pacer::new(Some(Duration::from_secs(1)));
         let t0 = Instant::now();
         pacer.observe(Some(&group(10, Some(0.5))), t0);
-        pacer.reserve(10, t0);
+        pacer.reserve(&acme(), 10, t0);
         pacer.observe(Some(&group(50, Some(2.0))), t0 + Duration::from_secs(1));
         // Ten messages in the second before: 8 messages a second now.
         let now = t0 + Duration::from_secs(1);
-        assert_eq!(pacer.reserve(80, now), Pace::Go);
+        assert_eq!(pacer.reserve(&acme(), 80, now), Pace::Go);
         // The clock is 10 s ahead; one more message would wait 10 s: held.
-        assert_eq!(pacer.reserve(1, now), Pace::Wait(Duration::from_secs(10)));
-        match pacer.reserve(1, now) {
+        assert_eq!(
+            pacer.reserve(&acme(), 1, now),
+            Pace::Wait(Duration::from_secs(10))
+        );
+        match pacer.reserve(&acme(), 1, now) {
             Pace::Refuse { retry_after, rate } => {
                 assert!(retry_after > Pacer::MAX_WAIT, "{retry_after:?}");
                 assert!((rate - 8.0).abs() < 1e-9);
@@ -290,7 +395,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // The refusal took no slot: later, the same request waits less.
-        match pacer.reserve(1, now + Duration::from_secs(2)) {
+        match pacer.reserve(&acme(), 1, now + Duration::from_secs(2)) {
             Pace::Wait(wait) => assert!(wait < Pacer::MAX_WAIT, "{wait:?}"),
             other => panic!("{other:?}"),
         }
@@ -309,15 +414,21 @@ mod tests {
         };
         let (pacer, t0) = start_pacing();
         // 8 s of the clock taken at 800 messages a second.
-        pacer.reserve(6400, t0 + Duration::from_secs(1));
+        pacer.reserve(&acme(), 6400, t0 + Duration::from_secs(1));
         pacer.observe(Some(&group(0, None)), t0 + Duration::from_secs(2));
         assert_eq!(pacer.rate(), None);
-        assert_eq!(pacer.reserve(1000, t0 + Duration::from_secs(2)), Pace::Go);
+        assert_eq!(
+            pacer.reserve(&acme(), 1000, t0 + Duration::from_secs(2)),
+            Pace::Go
+        );
         // Paced again later: the earlier spell's clock is not carried over.
         post_for_a_second(&pacer, t0 + Duration::from_secs(2), 1000);
         pacer.observe(Some(&group(6000, Some(6.0))), t0 + Duration::from_secs(3));
         assert!(pacer.rate().is_some());
-        assert_eq!(pacer.reserve(10, t0 + Duration::from_secs(3)), Pace::Go);
+        assert_eq!(
+            pacer.reserve(&acme(), 10, t0 + Duration::from_secs(3)),
+            Pace::Go
+        );
 
         // Within the threshold the rate rises; once it is twice what the
         // clients post, pacing ends.
@@ -342,5 +453,86 @@ mod tests {
         pacer.observe(None, t0);
         pacer.observe(None, t0 + Duration::from_secs(5));
         assert_eq!(pacer.rate(), None);
+    }
+
+    #[test]
+    fn fair_shares_give_light_tenants_what_they_ask_and_split_the_rest() {
+        let shares = fair_shares(100.0, &[1000.0, 10.0]);
+        // The light tenant may post up to an equal share; the heavy one
+        // gets all the light one leaves.
+        assert!((shares[1] - 50.0).abs() < 1e-9, "{shares:?}");
+        assert!((shares[0] - 90.0).abs() < 1e-9, "{shares:?}");
+        // Two heavy tenants split evenly, whatever they ask.
+        let shares = fair_shares(100.0, &[1000.0, 300.0]);
+        assert!((shares[0] - 50.0).abs() < 1e-9 && (shares[1] - 50.0).abs() < 1e-9);
+        // Three: the light one's leftover goes to the two others.
+        let shares = fair_shares(90.0, &[5.0, 500.0, 700.0]);
+        assert!((shares[0] - 30.0).abs() < 1e-9, "{shares:?}");
+        assert!((shares[1] - 42.5).abs() < 1e-9 && (shares[2] - 42.5).abs() < 1e-9);
+        assert!(fair_shares(10.0, &[]).is_empty());
+    }
+
+    #[test]
+    fn one_tenants_flood_does_not_hold_another_tenants_requests() {
+        let pacer = Pacer::new(Some(Duration::from_secs(1)));
+        let (flood, quiet) = (acme(), TenantId::parse("quiet").unwrap());
+        let t0 = Instant::now();
+        pacer.observe(Some(&group(10, Some(0.5))), t0);
+        post_for_a_second(&pacer, t0, 1000);
+        let second = |n: u64| t0 + Duration::from_secs(n);
+        pacer.observe(Some(&group(5000, Some(2.0))), second(1));
+        assert!((pacer.rate().unwrap() - 800.0).abs() < 1.0);
+        // The flooding tenant takes its clock 10 s ahead…
+        assert_eq!(pacer.reserve(&flood, 8100, second(1)), Pace::Go);
+        assert!(matches!(
+            pacer.reserve(&flood, 10, second(1)),
+            Pace::Refuse { .. }
+        ));
+        // …and a tenant that starts posting now is not behind it: it gets
+        // an equal share of its own at once.
+        assert_eq!(pacer.reserve(&quiet, 100, second(1)), Pace::Go);
+        match pacer.reserve(&quiet, 10, second(1)) {
+            // 100 messages at half of 800 a second.
+            Pace::Wait(wait) => assert!((wait.as_secs_f64() - 0.25).abs() < 1e-6, "{wait:?}"),
+            other => panic!("{other:?}"),
+        }
+        // After an adjustment the shares follow what each asked: the quiet
+        // tenant asked 110 and may post up to half the rate without
+        // waiting; the flood gets the rest of the rate, 690 a second.
+        pacer.observe(Some(&group(5000, Some(2.0))), second(2));
+        let rate = pacer.rate().unwrap();
+        assert!((rate - 800.0).abs() < 1.0, "{rate}");
+        assert_eq!(pacer.reserve(&quiet, 100, second(2)), Pace::Go);
+        // The flood's clock is 9.125 s ahead: 1000 more messages at 690 a
+        // second take it past 10 s.
+        assert!(matches!(
+            pacer.reserve(&flood, 1000, second(2)),
+            Pace::Wait(_)
+        ));
+        match pacer.reserve(&flood, 1, second(2)) {
+            Pace::Refuse { rate, retry_after } => {
+                assert!((rate - 690.0).abs() < 1.0, "{rate}");
+                let expected = 9.125 + 1000.0 / 690.0;
+                assert!(
+                    (retry_after.as_secs_f64() - expected).abs() < 1e-3,
+                    "{retry_after:?}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_release_gives_the_tenant_its_slot_back() {
+        let pacer = Pacer::new(Some(Duration::from_secs(1)));
+        let t0 = Instant::now();
+        pacer.observe(Some(&group(10, Some(0.5))), t0);
+        post_for_a_second(&pacer, t0, 100);
+        let now = t0 + Duration::from_secs(1);
+        pacer.observe(Some(&group(500, Some(2.0))), now);
+        // 80 a second: 400 messages take the clock 5 s ahead.
+        assert_eq!(pacer.reserve(&acme(), 400, now), Pace::Go);
+        pacer.release(&acme(), 400);
+        assert_eq!(pacer.reserve(&acme(), 10, now), Pace::Go);
     }
 }

@@ -49,9 +49,10 @@ pub struct IngestState {
 impl IngestState {
     /// Lets a write request through, or refuses it before anything is
     /// appended. For messages: the global backlog ceiling (503), then the
-    /// pace the consolidator's lag sets (the request waits its turn, or
-    /// 503 `slow_down` when the wait would be too long); then the tenant's
-    /// quota (429). Every refusal answers `Retry-After`.
+    /// tenant's pace, its share of what the consolidator's lag sets (the
+    /// request waits its turn, or 503 `slow_down` when the wait would be
+    /// too long); then the tenant's quota (429), which gives the pace back
+    /// when it refuses. Every refusal answers `Retry-After`.
     pub async fn admit(&self, tenant: &TenantId, messages: u64) -> Result<(), ApiError> {
         if messages > 0 {
             if let Some(waiting) = self.backlog.over_ceiling().await {
@@ -73,7 +74,7 @@ impl IngestState {
                 ));
             }
         }
-        let pace = self.backlog.pace(messages).await;
+        let pace = self.backlog.pace(tenant, messages).await;
         if let Pace::Refuse { retry_after, rate } = pace {
             self.metrics
                 .ingest_refused_total
@@ -95,6 +96,9 @@ impl IngestState {
             ));
         }
         if let Err(refusal) = self.quotas.admit(tenant, messages, chrono::Utc::now()) {
+            // Refused after all: the tenant's next requests do not wait
+            // for these.
+            self.backlog.unpace(tenant, messages);
             return Err(self.refuse(refusal));
         }
         if let Pace::Wait(wait) = pace {
