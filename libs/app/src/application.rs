@@ -10,6 +10,7 @@ use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
+use mnemo_bus::in_process::InProcessBus;
 use mnemo_bus::{run_consumer, run_record_consumer, topics, Bus, Relay};
 use mnemo_config::Settings;
 use mnemo_consolidator::llm::LlmStrategy;
@@ -81,6 +82,9 @@ pub struct Application {
     roles: Roles,
     relay: Arc<Relay>,
     bus: Arc<dyn Bus>,
+    /// The same bus when it is the in-process one, which deletes what
+    /// every consumer group has handled (`prune_bus`).
+    in_process_bus: Option<InProcessBus>,
     /// Where that bus keeps copies of the log's events: the erasure
     /// receipt's `bus` step.
     bus_copies: BusCopies,
@@ -106,7 +110,7 @@ impl Application {
         let metrics = Arc::new(Metrics::new().context("cannot register metrics")?);
         let stores = Arc::new(Stores::open(&settings, master.clone()).await?);
         let log = SealedLog::new(stores.store.clone(), stores.cipher.clone());
-        let (bus, bus_copies) = open_bus(&settings, &stores).await?;
+        let (bus, bus_copies, in_process_bus) = open_bus(&settings, &stores).await?;
         let relay = Arc::new(Relay::new(
             stores.store.clone(),
             bus.clone(),
@@ -173,6 +177,7 @@ impl Application {
             roles,
             relay,
             bus,
+            in_process_bus,
             bus_copies,
             log,
             stores,
@@ -230,6 +235,9 @@ impl Application {
         }
         if let Some(consolidator) = &self.consolidator {
             self.spawn_consolidator(&mut parts, consolidator.clone());
+        }
+        if let Some(bus) = &self.in_process_bus {
+            parts.spawn(named("bus prune", prune_bus(bus.clone())));
         }
 
         let outcome = tokio::select! {
@@ -378,17 +386,36 @@ fn lock_data_dir(settings: &Settings, roles: Roles) -> anyhow::Result<std::fs::F
     }
 }
 
-/// Kafka when brokers are configured, else the in-process bus; and where
-/// it keeps copies of the log's events.
+/// How often the in-process bus deletes the records every consumer group
+/// has handled.
+const BUS_PRUNE_EVERY: Duration = Duration::from_secs(60);
+
+/// Deletes, every [`BUS_PRUNE_EVERY`], the in-process bus's records that
+/// every group reading their topic has committed. The readers are every
+/// group of every role, whichever roles this process runs: a group that
+/// has never committed keeps its topics whole.
+async fn prune_bus(bus: InProcessBus) {
+    let groups = Roles::ALL.groups();
+    let readers: Vec<(&str, &[&str])> = groups.iter().map(|g| (g.name, g.topics)).collect();
+    loop {
+        tokio::time::sleep(BUS_PRUNE_EVERY).await;
+        match bus.prune(&readers).await {
+            Ok(deleted) => tracing::debug!(deleted, "bus records every group handled deleted"),
+            Err(error) => tracing::warn!(error = %error, "bus prune failed; next try in a minute"),
+        }
+    }
+}
+
+/// Kafka when brokers are configured, else the in-process bus (also
+/// returned as itself, for `prune_bus`); and where it keeps copies of the
+/// log's events.
 async fn open_bus(
     settings: &Settings,
     stores: &Stores,
-) -> anyhow::Result<(Arc<dyn Bus>, BusCopies)> {
+) -> anyhow::Result<(Arc<dyn Bus>, BusCopies, Option<InProcessBus>)> {
     let Some(kafka) = &settings.kafka else {
-        return Ok((
-            Arc::new(stores.in_process_bus(settings).await?),
-            BusCopies::InProcess,
-        ));
+        let bus = stores.in_process_bus(settings).await?;
+        return Ok((Arc::new(bus.clone()), BusCopies::InProcess, Some(bus)));
     };
     let config = mnemo_bus::kafka::KafkaConfig::new(kafka.brokers.clone());
     // The topics a log event (or its dead letter) is published to; access
@@ -411,6 +438,7 @@ async fn open_bus(
     Ok((
         Arc::new(mnemo_bus::kafka::KafkaBus::new(config).context("cannot set up Kafka")?),
         copies,
+        None,
     ))
 }
 

@@ -61,6 +61,80 @@ impl InProcessBus {
 /// below SQLite's 32,766.
 const ROWS_PER_INSERT: usize = 500;
 
+/// Records one statement of [`InProcessBus::prune`] deletes at most, so a
+/// prune never holds the database's write lock for long.
+const ROWS_PER_PRUNE: i64 = 2_000;
+
+impl InProcessBus {
+    /// Deletes the records every group reading their topic has committed:
+    /// `readers` lists each consumer group with the topics it reads, and a
+    /// partition keeps what its slowest reader has not committed (all of
+    /// it while a reader never committed there). A topic no group reads
+    /// (dead letters) is kept whole. The newest record of a partition is
+    /// always kept, so its offsets go on from it. Without this the bus
+    /// holds a second copy of every event of the log for good: a record
+    /// below every reader's committed offset is never delivered again (a
+    /// new projection replays the log, not the bus). Returns how many
+    /// records it deleted.
+    pub async fn prune(&self, readers: &[(&str, &[&str])]) -> Result<u64, BusError> {
+        let mut topics: Vec<&str> = readers
+            .iter()
+            .flat_map(|(_, t)| t.iter().copied())
+            .collect();
+        topics.sort_unstable();
+        topics.dedup();
+        let mut deleted = 0;
+        for topic in topics {
+            let groups: Vec<&str> = readers
+                .iter()
+                .filter(|(_, read)| read.contains(&topic))
+                .map(|(group, _)| *group)
+                .collect();
+            for partition in 0..self.inner.partitions as i32 {
+                let mut below: Option<i64> = sqlx::query_scalar(
+                    "SELECT MAX(\"offset\") FROM bus_records WHERE topic = ? AND partition = ?",
+                )
+                .bind(topic)
+                .bind(partition)
+                .fetch_one(&self.inner.pool)
+                .await
+                .map_err(backend)?;
+                for group in &groups {
+                    let committed: i64 = sqlx::query_scalar(&format!("SELECT {COMMITTED}"))
+                        .bind(topic)
+                        .bind(group)
+                        .bind(partition)
+                        .fetch_one(&self.inner.pool)
+                        .await
+                        .map_err(backend)?;
+                    below = below.map(|b| b.min(committed));
+                }
+                let Some(below) = below else { continue };
+                loop {
+                    let done = sqlx::query(
+                        "DELETE FROM bus_records WHERE topic = ?1 AND partition = ?2 \
+                         AND \"offset\" < MIN(?3, (SELECT MIN(\"offset\") FROM bus_records \
+                         WHERE topic = ?1 AND partition = ?2) + ?4)",
+                    )
+                    .bind(topic)
+                    .bind(partition)
+                    .bind(below)
+                    .bind(ROWS_PER_PRUNE)
+                    .execute(&self.inner.pool)
+                    .await
+                    .map_err(backend)?
+                    .rows_affected();
+                    deleted += done;
+                    if done == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(deleted)
+    }
+}
+
 /// Group `?2`'s committed offset in partition `?3` of topic `?1` (0 when
 /// it never committed), as a scalar subquery.
 const COMMITTED: &str = "COALESCE((SELECT next_offset FROM bus_offsets WHERE group_id = ?2 \
@@ -123,8 +197,9 @@ impl Bus for InProcessBus {
     }
 
     // Both readings look at one partition at a time, through the primary
-    // key: a partition's offsets have no gaps and its records are never
-    // deleted, so what a group has not committed is the partition's head
+    // key: a partition's offsets have no gaps, and only records below every
+    // reader's committed offset are deleted (`prune`, which keeps the
+    // newest), so what a group has not committed is the partition's head
     // minus its committed offset, and the oldest of it is the record at
     // that offset. (Counting and scanning the uncommitted rows cost a scan
     // of the topic per reading: at 100k messages, `/readyz` polled every

@@ -654,3 +654,73 @@ async fn lanes_handle_partitions_at_once_and_each_partition_in_order() {
     assert_eq!(*handler.handled.lock().unwrap(), expected);
     assert_eq!(handler.most_at_once.load(Ordering::SeqCst), 1);
 }
+
+/// What every reader of a topic committed is deleted; what any reader has
+/// not (or a reader that never committed) stays and is delivered; offsets
+/// go on after a prune; a topic nobody reads is kept.
+#[tokio::test]
+async fn a_prune_deletes_what_every_reader_committed_and_nothing_else() {
+    let db = db().await;
+    let bus = InProcessBus::new(db.pool.clone(), 1);
+    let records = |from: usize, to: usize| {
+        (from..to)
+            .map(|i| mnemo_bus::testsuite::record("t/s", &i.to_string()))
+            .collect::<Vec<_>>()
+    };
+    bus.publish("t.kept", records(0, 10)).await.unwrap();
+    bus.publish("t.unread", records(0, 3)).await.unwrap();
+    let count = |topic: &'static str| {
+        let pool = db.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM bus_records WHERE topic = ?")
+                .bind(topic)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    let handle = |group: &'static str, upto: usize| {
+        let bus = bus.clone();
+        async move {
+            let mut sub = bus.subscribe(group, &["t.kept"]).await.unwrap();
+            let mut last = None;
+            for _ in 0..upto {
+                last = sub.poll(Duration::from_secs(5)).await.unwrap();
+            }
+            sub.commit(&last.unwrap()).await.unwrap();
+        }
+    };
+    handle("fast", 7).await;
+    handle("slow", 4).await;
+    let readers: &[(&str, &[&str])] = &[("fast", &["t.kept"]), ("slow", &["t.kept"])];
+    // Offsets 0 to 3: both committed them.
+    assert_eq!(bus.prune(readers).await.unwrap(), 4);
+    assert_eq!(count("t.kept").await, 6);
+    assert_eq!(count("t.unread").await, 3);
+    // A reader that never committed holds everything.
+    let with_new: &[(&str, &[&str])] = &[("fast", &["t.kept"]), ("new", &["t.kept"])];
+    assert_eq!(bus.prune(with_new).await.unwrap(), 0);
+    // The slow group still gets what it has not committed, in order.
+    let mut sub = bus.subscribe("slow", &["t.kept"]).await.unwrap();
+    let mut rest = Vec::new();
+    while let Some(delivery) = sub.poll(Duration::from_millis(200)).await.unwrap() {
+        rest.push(String::from_utf8(delivery.payload.clone()).unwrap());
+        sub.commit(&delivery).await.unwrap();
+    }
+    drop(sub);
+    assert_eq!(rest, ["4", "5", "6", "7", "8", "9"]);
+    handle("fast", 3).await;
+    // Both are at the head: all but the newest record goes, and offsets
+    // go on from it.
+    assert_eq!(bus.prune(readers).await.unwrap(), 5);
+    assert_eq!(count("t.kept").await, 1);
+    assert_eq!(bus.lag("slow", &["t.kept"]).await.unwrap(), 0);
+    bus.publish("t.kept", records(10, 12)).await.unwrap();
+    assert_eq!(bus.lag("slow", &["t.kept"]).await.unwrap(), 2);
+    let mut sub = bus.subscribe("slow", &["t.kept"]).await.unwrap();
+    let next = sub.poll(Duration::from_secs(5)).await.unwrap().unwrap();
+    assert_eq!(
+        (next.offset, next.payload.as_slice()),
+        (10, b"10".as_slice())
+    );
+}

@@ -78,7 +78,8 @@ impl ErasureTargetError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BusCopies {
     /// The in-process bus (the embedded mode): its records are rows of the
-    /// data dir's SQLite database, kept for good like the log's.
+    /// data dir's SQLite database, kept until every consumer group has
+    /// handled them (`InProcessBus::prune`).
     InProcess,
     /// Kafka: records stay on the brokers until the topics' retention
     /// deletes them. `topics` are their names on the cluster.
@@ -89,9 +90,9 @@ impl BusCopies {
     fn note(&self) -> String {
         match self {
             BusCopies::InProcess => "the relay published each of these events to the in-process \
-                 bus with the log's sealed payload; those records stay in the bus_records table \
-                 of the data dir's SQLite database for good, as the log does, and no longer \
-                 decrypt"
+                 bus with the log's sealed payload; those records no longer decrypt and stay in \
+                 the bus_records table of the data dir's SQLite database until every consumer \
+                 group has handled them (the bus deletes those every minute)"
                 .to_owned(),
             BusCopies::Kafka { topics } => format!(
                 "the relay published each of these events to Kafka with the log's sealed \
