@@ -100,13 +100,9 @@ impl InProcessBus {
                 .await
                 .map_err(backend)?;
                 for group in &groups {
-                    let committed: i64 = sqlx::query_scalar(&format!("SELECT {COMMITTED}"))
-                        .bind(topic)
-                        .bind(group)
-                        .bind(partition)
-                        .fetch_one(&self.inner.pool)
-                        .await
-                        .map_err(backend)?;
+                    let committed = self
+                        .group_figure(&format!("SELECT {COMMITTED}"), topic, group, partition)
+                        .await?;
                     below = below.map(|b| b.min(committed));
                 }
                 let Some(below) = below else { continue };
@@ -132,6 +128,24 @@ impl InProcessBus {
             }
         }
         Ok(deleted)
+    }
+
+    /// A figure of one group in one partition: `sql` binds the topic as
+    /// `?1`, the group as `?2` and the partition as `?3`.
+    async fn group_figure(
+        &self,
+        sql: &str,
+        topic: &str,
+        group: &str,
+        partition: i32,
+    ) -> Result<i64, BusError> {
+        sqlx::query_scalar(sql)
+            .bind(topic)
+            .bind(group)
+            .bind(partition)
+            .fetch_one(&self.inner.pool)
+            .await
+            .map_err(backend)
     }
 }
 
@@ -208,16 +222,17 @@ impl Bus for InProcessBus {
         let mut behind = 0;
         for topic in topics {
             for partition in 0..self.inner.partitions as i32 {
-                let count: i64 = sqlx::query_scalar(&format!(
-                    "SELECT (SELECT COALESCE(MAX(\"offset\") + 1, 0) FROM bus_records \
-                     WHERE topic = ?1 AND partition = ?3) - {COMMITTED}"
-                ))
-                .bind(topic)
-                .bind(group)
-                .bind(partition)
-                .fetch_one(&self.inner.pool)
-                .await
-                .map_err(backend)?;
+                let count = self
+                    .group_figure(
+                        &format!(
+                            "SELECT (SELECT COALESCE(MAX(\"offset\") + 1, 0) FROM bus_records \
+                             WHERE topic = ?1 AND partition = ?3) - {COMMITTED}"
+                        ),
+                        topic,
+                        group,
+                        partition,
+                    )
+                    .await?;
                 behind += count.max(0) as u64;
             }
         }
