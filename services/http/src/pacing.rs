@@ -174,7 +174,6 @@ impl Pacer {
             .is_some_and(|age| age > slowdown.as_secs_f64());
         let lag = group.records;
         let grew = matches!((last_lag, lag), (Some(before), Some(after)) if after > before);
-        let was_paced = state.rate.is_some();
         state.rate = match state.rate {
             None if behind => Some((admitted * Self::SLOWER).max(Self::MIN_RATE)),
             None => None,
@@ -188,12 +187,9 @@ impl Pacer {
             Some(rate) if behind => Some(rate),
             Some(rate) => Some(rate * Self::FASTER),
         };
-        if !was_paced {
-            // A clock left ahead by an earlier spell of pacing is not this
-            // one's debt.
-            state.tenants.clear();
-        }
         match state.rate {
+            // A clock left ahead by this spell of pacing is not the next
+            // one's debt.
             None => state.tenants.clear(),
             Some(rate) => {
                 let seconds = since.as_secs_f64();
