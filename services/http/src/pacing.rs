@@ -94,6 +94,15 @@ struct TenantPace {
     asked: u64,
 }
 
+impl TenantPace {
+    /// Messages per second the tenant may use now: its share, or an equal
+    /// share of `rate` between the `posting` tenants until the next
+    /// adjustment gives it one.
+    fn share(&self, rate: f64, posting: usize) -> f64 {
+        self.share.unwrap_or(rate / posting.max(1) as f64)
+    }
+}
+
 /// Splits `rate` between tenants asking `demands` messages per second
 /// (max-min fairness, by water-filling): in order of demand, each tenant
 /// gets an equal share of what is left; a tenant asking less than that
@@ -232,7 +241,7 @@ impl Pacer {
                 asked: 0,
             });
         pace.asked += messages;
-        let share = pace.share.unwrap_or(rate / posting as f64);
+        let share = pace.share(rate, posting);
         let start = pace.next_free.max(now);
         let wait = start - now;
         if wait > Self::MAX_WAIT {
@@ -258,10 +267,9 @@ impl Pacer {
         let Some(rate) = state.rate else {
             return;
         };
-        let posting = state.tenants.len().max(1);
+        let posting = state.tenants.len();
         if let Some(pace) = state.tenants.get_mut(tenant) {
-            let share = pace.share.unwrap_or(rate / posting as f64);
-            let took = Duration::from_secs_f64(messages as f64 / share);
+            let took = Duration::from_secs_f64(messages as f64 / pace.share(rate, posting));
             pace.next_free = pace.next_free.checked_sub(took).unwrap_or(pace.next_free);
             pace.asked = pace.asked.saturating_sub(messages);
         }
