@@ -347,6 +347,19 @@ enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         rounds: usize,
     },
+    /// What the two writes of every posted message cost alone (the sealed
+    /// log's append, the episode projection's indexing), one after the
+    /// other with nothing else running: the ceiling of `bench searchable`.
+    Parts {
+        #[arg(long, default_value_t = 100_000)]
+        messages: usize,
+        /// Messages per append.
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
+        /// Conversations the messages are spread over.
+        #[arg(long, default_value_t = 8)]
+        subjects: usize,
+    },
     /// What finding and resolving a message's date phrases costs (the
     /// scan every episode and every message the rules read goes through).
     Dates {
@@ -702,6 +715,18 @@ async fn bench(what: BenchCommand) -> anyhow::Result<()> {
         })
         .await
         .context("the embed bench panicked")?,
+        BenchCommand::Parts {
+            messages,
+            batch,
+            subjects,
+        } => {
+            mnemo_lab::bench_parts::parts(mnemo_lab::bench_parts::PartsBenchArgs {
+                messages,
+                batch,
+                subjects,
+            })
+            .await
+        }
         BenchCommand::Dates { texts, rounds } => {
             mnemo_lab::bench_dates::dates(mnemo_lab::bench_dates::DatesBenchArgs { texts, rounds })
         }

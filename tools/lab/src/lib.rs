@@ -12,6 +12,7 @@ pub mod bench;
 pub mod bench_asof;
 pub mod bench_dates;
 pub mod bench_embed;
+pub mod bench_parts;
 pub mod bench_pipeline;
 pub mod bench_search;
 pub mod bench_searchable;

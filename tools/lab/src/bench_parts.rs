@@ -1,0 +1,318 @@
+//! `mnemo bench parts`: what the two writes every posted message costs at
+//! least take on this machine, each alone, with nothing else running: the
+//! ceiling of `mnemo bench searchable` (items searchable per second) that
+//! no scheduling of the pipeline can pass.
+//!
+//! On a fresh data dir, with the lexical embedder:
+//! - **append**: `--messages` message events appended to the sealed log as
+//!   ingest appends a post (one call per `--batch` messages of one
+//!   conversation, sealed under the subject's key; `--subjects`
+//!   conversations in turn), one writer;
+//! - **index**: the same messages read back and indexed as the episode
+//!   projection indexes a delivery ([`episodes::read_turns`],
+//!   [`episodes::index_episodes`]: unsealed, embedded with the turn before
+//!   each, written with its BM25 terms and payload), [`READ_AHEAD`] turns a
+//!   write, the index flushed once a second as the projection flushes while
+//!   it is behind, one writer.
+//!
+//! Each stage's process CPU time (user + system, from `/proc/self/stat`) is
+//! its cost: the stages run one after the other in this process, and the
+//! runtime has nothing else to do. The ceiling assumes every core spends
+//! all its time on these two stages alone, so the pipeline, which also
+//! answers HTTP, scrubs, relays, consolidates and projects memories, stays
+//! below it. Prints figures; asserts nothing but that every message was
+//! read back and indexed.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use chrono::Utc;
+use mnemo_config::Overrides;
+use mnemo_domain::events::{streams, MessageReceived, Role};
+use mnemo_domain::{
+    DomainEvent, EventId, EventMetadata, SessionId, SubjectId, SubjectText, TenantId,
+};
+use mnemo_event_store::sealed::{Pending, SealedLog};
+use mnemo_event_store::ExpectedVersion;
+use mnemo_retriever::episodes::{self, READ_AHEAD};
+use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
+
+use crate::bench::varied_text;
+
+#[derive(Debug, Clone)]
+pub struct PartsBenchArgs {
+    pub messages: usize,
+    /// Messages per append (a post's size).
+    pub batch: usize,
+    /// Conversations the messages are spread over.
+    pub subjects: usize,
+}
+
+/// Turns per session, as `mnemo bench searchable` posts them.
+const SESSION_TURNS: usize = 24;
+
+/// The process's CPU time so far (user + system), from `/proc/self/stat`.
+fn process_cpu() -> anyhow::Result<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    // Fields after the command name (which may hold spaces), closed by ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .context("unexpected /proc/self/stat")?
+        .1
+        .split_whitespace()
+        .collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    let ticks: u64 = fields
+        .get(11..13)
+        .context("unexpected /proc/self/stat")?
+        .iter()
+        .map(|field| field.parse::<u64>())
+        .sum::<Result<u64, _>>()?;
+    // The kernel reports in USER_HZ, 100 on Linux.
+    Ok(Duration::from_millis(ticks * 10))
+}
+
+struct Stage {
+    name: &'static str,
+    items: usize,
+    wall: Duration,
+    cpu: Duration,
+}
+
+impl Stage {
+    fn cpu_per_item(&self) -> Duration {
+        self.cpu / self.items.max(1) as u32
+    }
+}
+
+async fn timed<F, T>(name: &'static str, items: usize, work: F) -> anyhow::Result<(Stage, T)>
+where
+    F: std::future::Future<Output = anyhow::Result<T>>,
+{
+    let (cpu, started) = (process_cpu()?, Instant::now());
+    let out = work.await?;
+    let stage = Stage {
+        name,
+        items,
+        wall: started.elapsed(),
+        cpu: process_cpu()?.saturating_sub(cpu),
+    };
+    Ok((stage, out))
+}
+
+pub async fn parts(args: PartsBenchArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.messages > 0 && args.batch > 0 && args.subjects > 0,
+        "counts must be positive"
+    );
+    let dir = tempfile::tempdir()?;
+    let env = [("MNEMO_EMBEDDER".to_owned(), "lexical".to_owned())]
+        .into_iter()
+        .collect();
+    let settings = mnemo_config::load_from(
+        &Overrides {
+            data_dir: Some(dir.path().to_owned()),
+            listen: Some("127.0.0.1:0".into()),
+            config_file: None,
+        },
+        &env,
+    )?;
+    let pool = mnemo_event_store::sqlite::connect(&settings.database_file()).await?;
+    let master = std::sync::Arc::new(mnemo_app::stores::load_master_key(&settings)?);
+    let keys = std::sync::Arc::new(mnemo_crypto::SqliteSubjectKeyStore::new(
+        pool.clone(),
+        master,
+    ));
+    let cipher = std::sync::Arc::new(mnemo_crypto::SubjectCipher::new(keys));
+    let log = SealedLog::new(
+        std::sync::Arc::new(mnemo_event_store::sqlite::SqliteEventStore::new(pool.clone()).await?),
+        cipher,
+    );
+    let embedder = mnemo_app::vectors::build_embedder(&settings).await?;
+    let space = embedder.space().clone();
+    let index = EdgeVectorIndex::open(
+        &settings
+            .data_dir
+            .join("vectors")
+            .join(mnemo_vector_index::payload::collection_name(
+                &space.collection_name(),
+            )),
+        space.dimension,
+    )?;
+    // As the server's episode projection has it: a flush per run, not per write.
+    index.set_durable_writes(false);
+
+    let tenant = TenantId::parse("bench")?;
+    let subjects: Vec<SubjectId> = (0..args.subjects)
+        .map(|n| SubjectId::parse(format!("parts-{n}")))
+        .collect::<Result<_, _>>()?;
+    println!(
+        "## The parts' own cost ({} messages, {} conversations, appends of {}, lexical embedder)\n",
+        args.messages, args.subjects, args.batch
+    );
+
+    // The posts, as ingest appends them: conversation after conversation
+    // in turn, a batch each.
+    let (append, ()) = timed("append to the sealed log", args.messages, async {
+        let metadata = EventMetadata {
+            actor: "bench".into(),
+            ..Default::default()
+        };
+        let mut sent = vec![0usize; args.subjects];
+        let mut next = 0usize;
+        while next < args.messages {
+            for (s, subject) in subjects.iter().enumerate() {
+                let take = args.batch.min(args.messages - next);
+                if take == 0 {
+                    break;
+                }
+                let mut pending = Vec::with_capacity(take);
+                for _ in 0..take {
+                    let turn = sent[s];
+                    pending.push(Pending {
+                        event_id: EventId::new(),
+                        subject: Some(subject.clone()),
+                        event: DomainEvent::MessageReceived(MessageReceived {
+                            message_id: format!("m{next}"),
+                            role: if turn.is_multiple_of(2) {
+                                Role::User
+                            } else {
+                                Role::Assistant
+                            },
+                            content: SubjectText::new(varied_text(next)),
+                            timestamp: Utc::now(),
+                            session: Some(SessionId::parse(format!("s{}", turn / SESSION_TURNS))?),
+                            agent: None,
+                            pii: Default::default(),
+                        }),
+                        metadata: metadata.clone(),
+                    });
+                    sent[s] += 1;
+                    next += 1;
+                }
+                log.append(
+                    &tenant,
+                    &streams::conversation(subject),
+                    ExpectedVersion::Any,
+                    pending,
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    })
+    .await?;
+
+    // The episode projection's work for the same messages.
+    let (indexed, written) = timed("index the episodes", args.messages, async {
+        let mut written = 0u64;
+        let mut flushed = Instant::now();
+        let mut positions: HashMap<&SubjectId, u64> = HashMap::new();
+        loop {
+            let mut progressed = false;
+            for subject in &subjects {
+                let from = positions.get(subject).copied().unwrap_or(1);
+                let stream = streams::conversation(subject);
+                let read = episodes::read_turns(
+                    &log,
+                    &tenant,
+                    &stream,
+                    from.saturating_sub(1),
+                    from + READ_AHEAD - 1,
+                )
+                .await?;
+                let pairs = episodes::with_previous(&read, from);
+                if pairs.is_empty() {
+                    continue;
+                }
+                let generation = log
+                    .cipher()
+                    .live_generation(&tenant, subject)
+                    .await?
+                    .context("the subject's key is gone")?;
+                written += episodes::index_episodes(
+                    log.cipher(),
+                    embedder.as_ref(),
+                    &index,
+                    &tenant,
+                    generation,
+                    &pairs,
+                )
+                .await?;
+                positions.insert(subject, from + pairs.len() as u64);
+                progressed = true;
+                if flushed.elapsed() >= mnemo_app::roles::EPISODE_FLUSH_INTERVAL {
+                    index.flush().await?;
+                    flushed = Instant::now();
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        index.flush().await?;
+        Ok(written)
+    })
+    .await?;
+    anyhow::ensure!(
+        written == args.messages as u64,
+        "{written} episodes indexed for {} messages",
+        args.messages
+    );
+
+    println!("| stage | items | wall | items/s | CPU | CPU per item |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for stage in [&append, &indexed] {
+        println!(
+            "| {} | {} | {:.2} s | {:.0} | {:.2} s | {:.0} µs |",
+            stage.name,
+            stage.items,
+            stage.wall.as_secs_f64(),
+            stage.items as f64 / stage.wall.as_secs_f64(),
+            stage.cpu.as_secs_f64(),
+            stage.cpu_per_item().as_secs_f64() * 1e6
+        );
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_message = append.cpu_per_item() + indexed.cpu_per_item();
+    println!(
+        "\nBoth stages: {:.0} µs of CPU per message. On {cores} cores doing nothing else, \
+         at most {:.0} messages/s become searchable episodes.",
+        per_message.as_secs_f64() * 1e6,
+        cores as f64 / per_message.as_secs_f64().max(f64::EPSILON)
+    );
+    pool.close().await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_process_cpu_time_grows_with_work() {
+        let before = process_cpu().unwrap();
+        let started = Instant::now();
+        let mut x = 0u64;
+        while started.elapsed() < Duration::from_millis(200) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let spent = process_cpu().unwrap() - before;
+        // 200 ms of spinning, counted in 10 ms ticks.
+        assert!(spent >= Duration::from_millis(100), "{spent:?}");
+    }
+
+    #[tokio::test]
+    async fn every_message_appended_is_read_back_and_indexed() {
+        // Uneven on purpose: the last append of a round is short, and the
+        // conversations end at different lengths.
+        parts(PartsBenchArgs {
+            messages: 131,
+            batch: 20,
+            subjects: 3,
+        })
+        .await
+        .unwrap();
+    }
+}
