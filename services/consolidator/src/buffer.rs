@@ -98,6 +98,17 @@ pub trait MessageBuffer: Send + Sync + 'static {
         tenant: &TenantId,
         subject: &SubjectId,
     ) -> Result<Vec<Conversation>, BufferError>;
+    /// Deletes up to `limit` consolidated rows buffered before `before`,
+    /// in every tenant, keeping each conversation's newest row (what tells
+    /// a later message that the conversation had begun); returns how many.
+    /// A message redelivered after its row is gone would be consolidated
+    /// again, so `before` must lie further back than any redelivery can
+    /// reach (the bus's retention, a rewound consumer group).
+    async fn prune_consolidated(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<u64, BufferError>;
     /// Forgets a subject's waiting messages (erasure).
     async fn delete_subject(
         &self,
@@ -342,6 +353,27 @@ impl MessageBuffer for SqliteMessageBuffer {
         .await
         .map_err(failed)?;
         rows.iter().map(conversation_of).collect()
+    }
+
+    async fn prune_consolidated(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<u64, BufferError> {
+        // A later row of the same conversation (through the conversation
+        // index) is what makes a row not the newest.
+        let deleted = sqlx::query(
+            "DELETE FROM consolidation_buffer WHERE rowid IN (SELECT b.rowid FROM consolidation_buffer AS b \
+             WHERE b.done = 1 AND b.buffered_at < ?1 AND EXISTS (SELECT 1 FROM consolidation_buffer AS n \
+             WHERE n.tenant_id = b.tenant_id AND n.subject_id = b.subject_id AND n.session_id = b.session_id \
+             AND n.done IN (0, 1) AND n.position > b.position) LIMIT ?2)",
+        )
+        .bind(before.timestamp_micros())
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .execute(&self.pool)
+        .await
+        .map_err(failed)?;
+        Ok(deleted.rows_affected())
     }
 
     async fn delete_subject(

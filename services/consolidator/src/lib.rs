@@ -43,6 +43,15 @@ use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
 use crate::buffer::Conversation;
+
+/// How long a consolidated message's buffer row is kept: the row is what
+/// makes a redelivered message a no-op, so it must outlive any redelivery,
+/// the bus's retention included (Kafka's default is 7 days).
+pub const CONSOLIDATED_KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
+/// How often the idle sweeper deletes the rows past [`CONSOLIDATED_KEPT`].
+pub const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// Rows one prune statement deletes at most.
+const PRUNE_CHUNK: usize = 2_000;
 use crate::pipeline::{Batches, Outcome, Pipeline, PipelineError};
 
 /// A subject of a tenant: what one worker owns at a time.
@@ -164,12 +173,45 @@ impl Consolidator {
             .clear();
     }
 
-    /// Consolidates conversations that went quiet, every `tick`, forever.
+    /// Consolidates conversations that went quiet, every `tick`, forever;
+    /// and every [`PRUNE_EVERY`], deletes the buffer's rows consolidated
+    /// more than [`CONSOLIDATED_KEPT`] ago.
     pub async fn run_idle_sweeper(self: Arc<Self>, tick: Duration) {
+        let mut pruned_at = tokio::time::Instant::now();
         loop {
             tokio::time::sleep(tick).await;
             if let Err(error) = self.sweep_idle().await {
                 tracing::warn!(error = %error, "idle consolidation sweep failed");
+            }
+            if pruned_at.elapsed() >= PRUNE_EVERY {
+                pruned_at = tokio::time::Instant::now();
+                match self.prune_consolidated().await {
+                    Ok(0) => {}
+                    Ok(rows) => tracing::info!(rows, "consolidated buffer rows deleted"),
+                    Err(error) => {
+                        tracing::warn!(error = %error, "pruning the consolidation buffer failed")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deletes the buffer's rows consolidated more than
+    /// [`CONSOLIDATED_KEPT`] ago (each conversation's newest kept), a
+    /// statement of [`PRUNE_CHUNK`] rows at a time so the write lock is
+    /// never held long; returns how many.
+    pub async fn prune_consolidated(&self) -> Result<u64, PipelineError> {
+        let before = Utc::now() - chrono::Duration::from_std(CONSOLIDATED_KEPT).unwrap_or_default();
+        let mut deleted = 0;
+        loop {
+            let rows = self
+                .pipeline()
+                .buffer
+                .prune_consolidated(before, PRUNE_CHUNK)
+                .await?;
+            deleted += rows;
+            if rows < PRUNE_CHUNK as u64 {
+                return Ok(deleted);
             }
         }
     }

@@ -233,6 +233,63 @@ async fn a_conversation_begins_with_its_first_buffered_message(buffer: &dyn Mess
     );
 }
 
+/// Rows consolidated long enough ago are deleted, except each
+/// conversation's newest: a later message still finds its conversation
+/// begun, and what is waiting stays waiting.
+async fn consolidated_rows_past_the_cutoff_are_pruned_but_each_conversations_newest(
+    buffer: &dyn MessageBuffer,
+) {
+    let waiting = conversation("t1", "s1", "chat");
+    let finished = conversation("t1", "s1", "other");
+    let foreign = conversation("t2", "s1", "chat");
+    let w: Vec<EventId> = (0..5).map(|_| EventId::new()).collect();
+    let f: Vec<EventId> = (0..3).map(|_| EventId::new()).collect();
+    let g: Vec<EventId> = (0..2).map(|_| EventId::new()).collect();
+    let mut run = Vec::new();
+    run.extend(
+        w.iter()
+            .enumerate()
+            .map(|(i, id)| (waiting.clone(), *id, 1 + i as i64)),
+    );
+    run.extend(
+        f.iter()
+            .enumerate()
+            .map(|(i, id)| (finished.clone(), *id, 10 + i as i64)),
+    );
+    run.extend(
+        g.iter()
+            .enumerate()
+            .map(|(i, id)| (foreign.clone(), *id, 1 + i as i64)),
+    );
+    buffer.add_many(&run).await.unwrap();
+    buffer.remove(&waiting.tenant, &w[..4]).await.unwrap();
+    buffer.remove(&finished.tenant, &f).await.unwrap();
+    buffer.remove(&foreign.tenant, &g).await.unwrap();
+
+    // Nothing was consolidated before an hour ago.
+    let hour_ago = Utc::now() - Duration::hours(1);
+    assert_eq!(buffer.prune_consolidated(hour_ago, 100).await.unwrap(), 0);
+    // Past the cutoff, at most the limit a call.
+    let later = Utc::now() + Duration::seconds(1);
+    assert_eq!(buffer.prune_consolidated(later, 2).await.unwrap(), 2);
+    // The rest: 4 + 2 + 1 prunable, 2 gone already; the newest of each
+    // conversation stays (the waiting one, and a consolidated one).
+    assert_eq!(buffer.prune_consolidated(later, 100).await.unwrap(), 5);
+    assert_eq!(buffer.prune_consolidated(later, 100).await.unwrap(), 0);
+
+    // The waiting message is still waiting.
+    assert_eq!(buffer.batch(&waiting, 10).await.unwrap(), vec![w[4]]);
+    // A redelivered newest message is still consolidated already.
+    buffer.add(&finished, f[2], 12).await.unwrap();
+    assert!(buffer.batch(&finished, 10).await.unwrap().is_empty());
+    // A new message finds the conversation begun.
+    let next = buffer
+        .add_many(&[(finished.clone(), EventId::new(), 13)])
+        .await
+        .unwrap();
+    assert_eq!(arrivals(next), vec![(finished, 1, false)]);
+}
+
 macro_rules! buffer_cases {
     ($module:ident, $fixture:path) => {
         mod $module {
@@ -271,6 +328,14 @@ macro_rules! buffer_cases {
                 let (_guard, buffer) = $fixture().await;
                 super::runs_longer_than_a_statement_are_added_and_removed_whole(buffer.as_ref())
                     .await;
+            }
+            #[tokio::test]
+            async fn consolidated_rows_past_the_cutoff_are_pruned_but_each_conversations_newest() {
+                let (_guard, buffer) = $fixture().await;
+                super::consolidated_rows_past_the_cutoff_are_pruned_but_each_conversations_newest(
+                    buffer.as_ref(),
+                )
+                .await;
             }
             #[tokio::test]
             async fn conversations_and_deletion_stay_within_tenant_and_subject() {

@@ -235,6 +235,46 @@ impl MessageBuffer for PostgresMessageBuffer {
             .collect()
     }
 
+    async fn prune_consolidated(
+        &self,
+        before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<u64, BufferError> {
+        // The system role only reads: it finds the tenants, and each
+        // tenant's own session deletes its rows (row-level security).
+        let tenants: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT tenant_id FROM consolidation_buffer WHERE done AND buffered_at < $1",
+        )
+        .bind(before)
+        .fetch_all(self.system.pool())
+        .await
+        .map_err(failed)?;
+        let mut deleted = 0u64;
+        for tenant in tenants {
+            let left = (limit as u64).saturating_sub(deleted);
+            if left == 0 {
+                break;
+            }
+            let tenant = TenantId::parse(tenant).map_err(|e| BufferError(e.to_string()))?;
+            let mut tx = self.tenant.begin(&tenant).await.map_err(pg)?;
+            let done = sqlx::query(
+                "DELETE FROM consolidation_buffer WHERE ctid IN (SELECT b.ctid FROM consolidation_buffer AS b \
+                 WHERE b.tenant_id = $1 AND b.done AND b.buffered_at < $2 AND EXISTS (SELECT 1 \
+                 FROM consolidation_buffer AS n WHERE n.tenant_id = b.tenant_id AND n.subject_id = b.subject_id \
+                 AND n.session_id = b.session_id AND n.position > b.position) LIMIT $3)",
+            )
+            .bind(tenant.as_str())
+            .bind(before)
+            .bind(i64::try_from(left).unwrap_or(i64::MAX))
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+            tx.commit().await.map_err(failed)?;
+            deleted += done.rows_affected();
+        }
+        Ok(deleted)
+    }
+
     async fn delete_subject(
         &self,
         tenant: &TenantId,
