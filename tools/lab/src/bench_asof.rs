@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use chrono::{DateTime, SecondsFormat, Utc};
 use mnemo_auth::{MintRequest, Minter, Scope};
-use mnemo_config::Overrides;
 use mnemo_domain::events::{streams, MemoryCreated, MemoryRevised, MemoryStateChanged};
 use mnemo_domain::{
     DomainEvent, EventId, EventMetadata, MemoryId, MemoryKind, MemoryState, Producer, Provenance,
@@ -46,17 +45,7 @@ pub async fn asof(args: AsOfBenchArgs) -> anyhow::Result<()> {
         "counts must be positive"
     );
     let dir = tempfile::tempdir()?;
-    let env = [("MNEMO_EMBEDDER".to_owned(), "lexical".to_owned())]
-        .into_iter()
-        .collect();
-    let settings = mnemo_config::load_from(
-        &Overrides {
-            data_dir: Some(dir.path().to_owned()),
-            listen: Some("127.0.0.1:0".into()),
-            config_file: None,
-        },
-        &env,
-    )?;
+    let settings = crate::bench_search::settings_for(dir.path(), "lexical", None)?;
     let secret_file = settings.dev_secret_file();
     let app = mnemo_app::Application::build_roles(settings, mnemo_app::Roles::RETRIEVER).await?;
     let url = format!("http://127.0.0.1:{}", app.port());

@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use chrono::Utc;
-use mnemo_config::Overrides;
 use mnemo_domain::events::{streams, MessageReceived, Role};
 use mnemo_domain::{
     DomainEvent, EventId, EventMetadata, SessionId, SubjectId, SubjectText, TenantId,
@@ -107,17 +106,7 @@ pub async fn parts(args: PartsBenchArgs) -> anyhow::Result<()> {
         "counts must be positive"
     );
     let dir = tempfile::tempdir()?;
-    let env = [("MNEMO_EMBEDDER".to_owned(), "lexical".to_owned())]
-        .into_iter()
-        .collect();
-    let settings = mnemo_config::load_from(
-        &Overrides {
-            data_dir: Some(dir.path().to_owned()),
-            listen: Some("127.0.0.1:0".into()),
-            config_file: None,
-        },
-        &env,
-    )?;
+    let settings = crate::bench_search::settings_for(dir.path(), "lexical", None)?;
     let pool = mnemo_event_store::sqlite::connect(&settings.database_file()).await?;
     let master = std::sync::Arc::new(mnemo_app::stores::load_master_key(&settings)?);
     let keys = std::sync::Arc::new(mnemo_crypto::SqliteSubjectKeyStore::new(

@@ -577,7 +577,13 @@ impl Figures {
     }
 }
 
-fn settings_for(dir: &Path, embedder: &str, model_dir: Option<&str>) -> anyhow::Result<Settings> {
+/// A server's settings on `dir` with this embedder (and model directory),
+/// listening on a free loopback port, with no config file.
+pub(crate) fn settings_for(
+    dir: &Path,
+    embedder: &str,
+    model_dir: Option<&str>,
+) -> anyhow::Result<Settings> {
     let mut env = HashMap::new();
     env.insert("MNEMO_EMBEDDER".to_owned(), embedder.to_owned());
     if let Some(model_dir) = model_dir {
