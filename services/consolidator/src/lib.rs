@@ -43,16 +43,17 @@ use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
 use crate::buffer::Conversation;
+use crate::pipeline::{Batches, Outcome, Pipeline, PipelineError};
 
-/// How long a consolidated message's buffer row is kept: the row is what
-/// makes a redelivered message a no-op, so it must outlive any redelivery,
-/// the bus's retention included (Kafka's default is 7 days).
+/// How long a consolidated message's buffer row is kept after the message
+/// was buffered: the row is what makes a redelivered message a no-op, so it
+/// must outlive any redelivery, the bus's retention included (Kafka's
+/// default is 7 days from publication, about when a message is buffered).
 pub const CONSOLIDATED_KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
 /// How often the idle sweeper deletes the rows past [`CONSOLIDATED_KEPT`].
 pub const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 /// Rows one prune statement deletes at most.
 const PRUNE_CHUNK: usize = 2_000;
-use crate::pipeline::{Batches, Outcome, Pipeline, PipelineError};
 
 /// A subject of a tenant: what one worker owns at a time.
 type SubjectKey = (TenantId, SubjectId);
@@ -174,8 +175,8 @@ impl Consolidator {
     }
 
     /// Consolidates conversations that went quiet, every `tick`, forever;
-    /// and every [`PRUNE_EVERY`], deletes the buffer's rows consolidated
-    /// more than [`CONSOLIDATED_KEPT`] ago.
+    /// and every [`PRUNE_EVERY`], deletes the buffer's consolidated rows
+    /// buffered more than [`CONSOLIDATED_KEPT`] ago.
     pub async fn run_idle_sweeper(self: Arc<Self>, tick: Duration) {
         let mut pruned_at = tokio::time::Instant::now();
         loop {
@@ -196,7 +197,7 @@ impl Consolidator {
         }
     }
 
-    /// Deletes the buffer's rows consolidated more than
+    /// Deletes the buffer's consolidated rows buffered more than
     /// [`CONSOLIDATED_KEPT`] ago (each conversation's newest kept), a
     /// statement of [`PRUNE_CHUNK`] rows at a time so the write lock is
     /// never held long; returns how many.
