@@ -32,10 +32,10 @@ use mnemo_domain::events::{streams, MessageReceived, Role};
 use mnemo_domain::{
     DomainEvent, EventId, EventMetadata, SessionId, SubjectId, SubjectText, TenantId,
 };
-use mnemo_event_store::sealed::{Pending, SealedLog};
+use mnemo_event_store::sealed::Pending;
 use mnemo_event_store::ExpectedVersion;
 use mnemo_retriever::episodes::{self, READ_AHEAD};
-use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
+use mnemo_vector_index::VectorIndex;
 
 use crate::bench::varied_text;
 
@@ -107,30 +107,11 @@ pub async fn parts(args: PartsBenchArgs) -> anyhow::Result<()> {
     );
     let dir = tempfile::tempdir()?;
     let settings = crate::bench_search::settings_for(dir.path(), "lexical", None)?;
-    let pool = mnemo_event_store::sqlite::connect(&settings.database_file()).await?;
-    let master = std::sync::Arc::new(mnemo_app::stores::load_master_key(&settings)?);
-    let keys = std::sync::Arc::new(mnemo_crypto::SqliteSubjectKeyStore::new(
-        pool.clone(),
-        master,
-    ));
-    let cipher = std::sync::Arc::new(mnemo_crypto::SubjectCipher::new(keys));
-    let log = SealedLog::new(
-        std::sync::Arc::new(mnemo_event_store::sqlite::SqliteEventStore::new(pool.clone()).await?),
-        cipher,
-    );
+    // The stores and the collection as the server opens them (the index
+    // flushes once per run of records, not per write).
+    let (log, stores) = mnemo_app::stores::open_log(&settings).await?;
     let embedder = mnemo_app::vectors::build_embedder(&settings).await?;
-    let space = embedder.space().clone();
-    let index = EdgeVectorIndex::open(
-        &settings
-            .data_dir
-            .join("vectors")
-            .join(mnemo_vector_index::payload::collection_name(
-                &space.collection_name(),
-            )),
-        space.dimension,
-    )?;
-    // As the server's episode projection has it: a flush per run, not per write.
-    index.set_durable_writes(false);
+    let index = mnemo_app::vectors::open_vector_index(&settings, embedder.clone(), &log).await?;
 
     let tenant = TenantId::parse("bench")?;
     let subjects: Vec<SubjectId> = (0..args.subjects)
@@ -223,7 +204,7 @@ pub async fn parts(args: PartsBenchArgs) -> anyhow::Result<()> {
                 written += episodes::index_episodes(
                     log.cipher(),
                     embedder.as_ref(),
-                    &index,
+                    index.as_ref(),
                     &tenant,
                     generation,
                     &pairs,
@@ -271,7 +252,7 @@ pub async fn parts(args: PartsBenchArgs) -> anyhow::Result<()> {
         per_message.as_secs_f64() * 1e6,
         cores as f64 / per_message.as_secs_f64().max(f64::EPSILON)
     );
-    pool.close().await;
+    stores.close().await;
     Ok(())
 }
 
