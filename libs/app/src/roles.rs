@@ -77,7 +77,15 @@ impl Roles {
 /// and the redelivered messages are written again, unchanged.
 pub const EPISODE_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// How many of its partitions the episode projection handles at once. Its
+/// How long the episode projection waits for more records after a run
+/// before it flushes, since its last flush (`ConsumerOptions::linger`).
+/// Each flush syncs every file of the vector index, and while posts
+/// trickle in, each run was one post: one flush per post. Its points are
+/// searchable once written; what waits is their durability. (The memory
+/// projection writes its points in its flush, so it does not linger.)
+pub const EPISODE_LINGER: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// How many subjects (record keys) the episode projection handles at once. Its
 /// path is two halves: reading, sealing and embedding a delivery's turns on
 /// the runtime, writing their points on the blocking pool. Two lanes let
 /// one lane's write run beside the other's reads; more only queue at the
@@ -93,6 +101,8 @@ pub struct Group {
     /// See `ConsumerOptions::flush_interval`: only for a group whose flush
     /// is durability alone.
     pub flush_interval: Option<std::time::Duration>,
+    /// See `ConsumerOptions::linger`.
+    pub linger: Option<std::time::Duration>,
     /// See `ConsumerOptions::lanes`: above 1 only for a group whose handler
     /// may handle records of different keys at the same time.
     pub lanes: usize,
@@ -103,6 +113,7 @@ impl Group {
         name: "retriever.memory-projection",
         topics: &[topics::MEMORY_EVENTS],
         flush_interval: None,
+        linger: None,
         lanes: 1,
     };
     /// Its own group on the messages topic: the consolidator's group reads
@@ -113,6 +124,7 @@ impl Group {
         // Its points are searchable once written; the flush only makes
         // them durable, and costs a rewrite of the index's segments.
         flush_interval: Some(EPISODE_FLUSH_INTERVAL),
+        linger: Some(EPISODE_LINGER),
         // A conversation's messages and its forgotten episodes are keyed
         // by subject, so one lane holds all of a subject's records.
         lanes: EPISODE_LANES,
@@ -121,24 +133,28 @@ impl Group {
         name: "consolidator",
         topics: &[topics::MESSAGES],
         flush_interval: None,
+        linger: None,
         lanes: 1,
     };
     pub const ERASURE: Group = Group {
         name: "forgetter.erasure",
         topics: &[topics::SUBJECT_EVENTS],
         flush_interval: None,
+        linger: None,
         lanes: 1,
     };
     pub const ACCESS: Group = Group {
         name: "forgetter.access",
         topics: &[topics::ACCESS_SIGNALS],
         flush_interval: None,
+        linger: None,
         lanes: 1,
     };
 
     pub fn options(&self) -> ConsumerOptions {
         let mut options = ConsumerOptions::new(self.name, self.topics);
         options.flush_interval = self.flush_interval;
+        options.linger = self.linger;
         options.lanes = self.lanes;
         options
     }

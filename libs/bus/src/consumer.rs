@@ -151,11 +151,19 @@ pub struct ConsumerOptions {
     /// already visible): the episode projection, whose flush rewrites the
     /// vector index's segments and under load took a quarter of its time.
     pub flush_interval: Option<Duration>,
-    /// Partitions of a run handled at once, each on a task of its own; the
-    /// records of one partition are always handled one after another, in
-    /// order. 1: the run in order on the consumer's task. Only for a handler
-    /// whose `handle` may run for records of different partitions (keys) at
-    /// the same time.
+    /// After a run that leaves the group caught up, how long since the last
+    /// flush it waits for more records before it flushes and commits: a
+    /// trickle of small runs costs one flush per `linger`, not one per run,
+    /// and a run after a quiet spell is flushed at once. `None`: at once.
+    /// Only for a handler whose flush is durability alone, as for
+    /// `flush_interval` (the episode projection: its points are searchable
+    /// once written, its flush syncs the vector index to disk).
+    pub linger: Option<Duration>,
+    /// Keys of a run handled at once, each on a task of its own; the
+    /// records of one key are always handled one after another, in order
+    /// (the order the bus keeps). 1: the run in order on the consumer's
+    /// task. Only for a handler whose `handle` may run for records of
+    /// different keys at the same time.
     pub lanes: usize,
 }
 
@@ -169,6 +177,7 @@ impl ConsumerOptions {
             poll_timeout: Duration::from_secs(1),
             max_batch: 256,
             flush_interval: None,
+            linger: None,
             lanes: 1,
         }
     }
@@ -268,10 +277,10 @@ pub async fn run_record_consumer(
     loop {
         // With handled records not yet flushed, only look: nothing waiting
         // means caught up, and they are flushed now.
-        let timeout = if unflushed.last.is_empty() {
-            options.poll_timeout
-        } else {
-            Duration::ZERO
+        let timeout = match options.linger {
+            _ if unflushed.last.is_empty() => options.poll_timeout,
+            Some(linger) => linger.saturating_sub(unflushed.since.elapsed()),
+            None => Duration::ZERO,
         };
         let first = match subscription.poll(timeout).await {
             Ok(Some(delivery)) => delivery,
@@ -318,8 +327,10 @@ pub async fn run_record_consumer(
         } else {
             handle_lanes(&bus, &options, &handler, lanes_of(run)).await;
         }
-        let due = match options.flush_interval {
-            Some(interval) if behind => unflushed.since.elapsed() >= interval,
+        let since = unflushed.since.elapsed();
+        let due = match (options.flush_interval, options.linger) {
+            (Some(interval), _) if behind => since >= interval,
+            (_, Some(linger)) if !behind => since >= linger,
             _ => true,
         };
         if due {
@@ -349,17 +360,27 @@ async fn process_traced(
         .await;
 }
 
-/// A run's deliveries per (topic, partition), each lane in delivery order,
-/// the lanes in the order their first record came.
+/// A run's deliveries per key (within its topic and partition), each lane
+/// in delivery order, the lanes in the order their first record came.
+///
+/// By key, not by partition: the bus keeps order only within a key, and
+/// the embedded bus has one partition unless configured otherwise, so
+/// lanes by partition would leave every record of a run on one lane.
 fn lanes_of(run: Vec<Delivery>) -> Vec<Vec<Delivery>> {
     let mut lanes: Vec<Vec<Delivery>> = Vec::new();
+    let mut lane_of: HashMap<(String, i32, String), usize> = HashMap::new();
     for delivery in run {
-        match lanes
-            .iter_mut()
-            .find(|lane| lane[0].topic == delivery.topic && lane[0].partition == delivery.partition)
-        {
-            Some(lane) => lane.push(delivery),
-            None => lanes.push(vec![delivery]),
+        let key = (
+            delivery.topic.clone(),
+            delivery.partition,
+            delivery.key.clone(),
+        );
+        match lane_of.get(&key) {
+            Some(&lane) => lanes[lane].push(delivery),
+            None => {
+                lane_of.insert(key, lanes.len());
+                lanes.push(vec![delivery]);
+            }
         }
     }
     lanes

@@ -548,6 +548,81 @@ async fn a_group_behind_flushes_once_per_interval_and_at_once_when_caught_up() {
     assert_eq!(deferred.flushes.load(Ordering::SeqCst), 1);
 }
 
+#[tokio::test]
+async fn a_lingering_group_flushes_a_trickle_of_runs_once_and_a_run_after_a_quiet_spell_at_once() {
+    const LINGER: Duration = Duration::from_millis(1500);
+    let db = db().await;
+    let (store, bus) = store_and_bus(&db).await;
+    let (t, s) = (tenant("t1"), subject("s1"));
+    let mut ids = Vec::new();
+    let mut post = |count: usize| {
+        let events: Vec<_> = (0..count)
+            .map(|_| event("MessageReceived", Some(&s), "a"))
+            .collect();
+        ids.extend(events.iter().map(|e| e.event_id));
+        let (db, store, bus, t) = (&db, store.clone(), bus.clone(), t.clone());
+        async move {
+            store
+                .append(&t, "c", ExpectedVersion::Any, events)
+                .await
+                .unwrap();
+            publish_appended(db, &store, &bus).await;
+        }
+    };
+    let handler = Arc::new(Buffering::default());
+    let mut options = ConsumerOptions::new("g-linger", &[topics::MESSAGES]);
+    options.poll_timeout = Duration::from_millis(50);
+    options.linger = Some(LINGER);
+    let task = tokio::spawn(run_consumer(bus.clone(), options, handler.clone()));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let wait_for = |what: &'static str, done: &dyn Fn() -> bool| {
+        assert!(tokio::time::Instant::now() < deadline, "{what}");
+        !done()
+    };
+
+    // A run after a quiet spell longer than the linger: flushed at once,
+    // well before another linger has passed.
+    tokio::time::sleep(LINGER + Duration::from_millis(200)).await;
+    post(3).await;
+    let posted = tokio::time::Instant::now();
+    while wait_for("first run never flushed", &|| {
+        handler.durable.lock().unwrap().len() == 3
+    }) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        posted.elapsed() < LINGER,
+        "a run after a quiet spell waited"
+    );
+    assert_eq!(handler.flushes.load(Ordering::SeqCst), 1);
+
+    // A trickle of small runs within the linger: each handled, none
+    // flushed or committed until the linger since the last flush is over.
+    for _ in 0..4 {
+        post(2).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    while wait_for("trickle never handled", &|| {
+        handler.pending.lock().unwrap().len() == 8
+    }) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(handler.flushes.load(Ordering::SeqCst), 1);
+    assert_eq!(bus.lag("g-linger", &[topics::MESSAGES]).await.unwrap(), 8);
+    while bus.lag("g-linger", &[topics::MESSAGES]).await.unwrap() > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "trickle never committed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    let _ = task.await;
+    // Four runs, one flush; everything committed was flushed, in order.
+    assert_eq!(handler.flushes.load(Ordering::SeqCst), 2);
+    assert_eq!(*handler.durable.lock().unwrap(), ids);
+}
+
 /// Logs what the consumer asks of it, in order.
 #[derive(Default)]
 struct Preparing {
@@ -622,15 +697,18 @@ impl EventHandler for Concurrent {
     }
 }
 
-/// Two subjects on the two partitions of the bus, 30 messages each, all
-/// consumed with `lanes`; returns the handler and each subject's ids in
-/// append order.
-async fn consume_two_subjects(lanes: usize) -> (Arc<Concurrent>, HashMap<String, Vec<EventId>>) {
+/// Two subjects, 30 messages each, on the two partitions of the bus or on
+/// the `same_partition`, all consumed with `lanes`; returns the handler
+/// and each subject's ids in append order.
+async fn consume_two_subjects(
+    lanes: usize,
+    same_partition: bool,
+) -> (Arc<Concurrent>, HashMap<String, Vec<EventId>>) {
     // The bus of `store_and_bus` has two partitions.
     let partition = |name: &str| partition_for(&format!("t1/{name}"), 2);
     let second = (2..)
         .map(|i| format!("s{i}"))
-        .find(|name| partition(name) != partition("s1"))
+        .find(|name| (partition(name) == partition("s1")) == same_partition)
         .unwrap();
     let handler = Arc::new(Concurrent::default());
     let expected = consume(
@@ -643,14 +721,18 @@ async fn consume_two_subjects(lanes: usize) -> (Arc<Concurrent>, HashMap<String,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lanes_handle_partitions_at_once_and_each_partition_in_order() {
-    let (handler, expected) = consume_two_subjects(2).await;
-    assert_eq!(*handler.handled.lock().unwrap(), expected);
-    assert_eq!(handler.most_at_once.load(Ordering::SeqCst), 2);
-    assert!(!handler.a_subject_twice_at_once.load(Ordering::SeqCst));
+async fn lanes_handle_keys_at_once_and_each_key_in_order() {
+    // Keys on two partitions, and two keys of one partition (the embedded
+    // bus has one unless configured): both handled at once.
+    for same_partition in [false, true] {
+        let (handler, expected) = consume_two_subjects(2, same_partition).await;
+        assert_eq!(*handler.handled.lock().unwrap(), expected);
+        assert_eq!(handler.most_at_once.load(Ordering::SeqCst), 2);
+        assert!(!handler.a_subject_twice_at_once.load(Ordering::SeqCst));
+    }
 
     // One lane: the same records, one at a time.
-    let (handler, expected) = consume_two_subjects(1).await;
+    let (handler, expected) = consume_two_subjects(1, true).await;
     assert_eq!(*handler.handled.lock().unwrap(), expected);
     assert_eq!(handler.most_at_once.load(Ordering::SeqCst), 1);
 }

@@ -36,6 +36,12 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// subject's key and plaintext projections do not linger in free pages.
 /// Every connection waits for the write lock through [`handoff`]: woken by
 /// the commit that frees it rather than by SQLite's sleeping busy handler.
+///
+/// `temp_store = MEMORY` keeps statement journals (the undo copy of the
+/// pages a multi-row statement changes inside a transaction) and temporary
+/// tables in memory: in a temporary file they were a quarter of the
+/// process's writes under the load test, and a copy of sealed rows and
+/// clear ids outside the data directory.
 pub async fn connect(path: &Path) -> Result<SqlitePool, sqlx::Error> {
     let options = SqliteConnectOptions::new()
         .filename(path)
@@ -44,7 +50,8 @@ pub async fn connect(path: &Path) -> Result<SqlitePool, sqlx::Error> {
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(BUSY_TIMEOUT)
         .foreign_keys(true)
-        .pragma("secure_delete", "ON");
+        .pragma("secure_delete", "ON")
+        .pragma("temp_store", "MEMORY");
     let pool = SqlitePoolOptions::new()
         .max_connections(8)
         .after_connect(|connection, _| {
@@ -811,6 +818,23 @@ async fn insert_events(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn every_connection_keeps_its_temporary_pages_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = connect(&dir.path().join("events.db")).await.unwrap();
+        // Held at once, so each is a connection of its own.
+        let mut held = Vec::new();
+        for _ in 0..3 {
+            let mut connection = pool.acquire().await.unwrap();
+            let store: i64 = sqlx::query_scalar("PRAGMA temp_store")
+                .fetch_one(&mut *connection)
+                .await
+                .unwrap();
+            assert_eq!(store, 2, "temp_store is not MEMORY");
+            held.push(connection);
+        }
+    }
 
     /// The plan of a read-ahead over many streams: one index range per
     /// stream, never a scan of the tenant's events.

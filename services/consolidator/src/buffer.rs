@@ -175,6 +175,17 @@ fn earliest_of_each(messages: &[(Conversation, EventId, i64)]) -> Vec<(&Conversa
 /// SQLite's 32,766.
 const ROWS_PER_STATEMENT: usize = 500;
 
+/// The conversations of a subject with messages waiting (through the
+/// partial index of waiting rows, migration 0011).
+const SUBJECT_CONVERSATIONS: &str =
+    "SELECT DISTINCT tenant_id, subject_id, session_id FROM consolidation_buffer \
+     WHERE tenant_id = ? AND subject_id = ? AND done = 0";
+
+/// How many conversations have messages waiting (the same index).
+const WAITING_CONVERSATIONS: &str =
+    "SELECT COUNT(*) FROM (SELECT DISTINCT tenant_id, subject_id, session_id \
+     FROM consolidation_buffer WHERE done = 0)";
+
 fn failed(error: sqlx::Error) -> BufferError {
     BufferError(error.to_string())
 }
@@ -200,13 +211,10 @@ impl MessageBuffer for SqliteMessageBuffer {
         .fetch_one(&self.pool)
         .await
         .map_err(failed)?;
-        let conversations: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM (SELECT DISTINCT tenant_id, subject_id, session_id \
-             FROM consolidation_buffer WHERE done = 0)",
-        )
-        .fetch_one(&self.pool)
-        .await
-        .map_err(failed)?;
+        let conversations: i64 = sqlx::query_scalar(WAITING_CONVERSATIONS)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(failed)?;
         Ok(BufferStats {
             messages: messages as u64,
             conversations: conversations as u64,
@@ -343,15 +351,12 @@ impl MessageBuffer for SqliteMessageBuffer {
         tenant: &TenantId,
         subject: &SubjectId,
     ) -> Result<Vec<Conversation>, BufferError> {
-        let rows = sqlx::query(
-            "SELECT DISTINCT tenant_id, subject_id, session_id FROM consolidation_buffer \
-             WHERE tenant_id = ? AND subject_id = ? AND done = 0",
-        )
-        .bind(tenant.as_str())
-        .bind(subject.as_str())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(failed)?;
+        let rows = sqlx::query(SUBJECT_CONVERSATIONS)
+            .bind(tenant.as_str())
+            .bind(subject.as_str())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(failed)?;
         rows.iter().map(conversation_of).collect()
     }
 
@@ -389,5 +394,49 @@ impl MessageBuffer for SqliteMessageBuffer {
                 .await
                 .map_err(failed)?;
         Ok(deleted.rows_affected())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What SQLite plans for `sql`, one detail line per step.
+    async fn plan(pool: &SqlitePool, sql: &str, binds: usize) -> Vec<String> {
+        let explain = format!("EXPLAIN QUERY PLAN {sql}");
+        let mut query = sqlx::query(&explain);
+        for _ in 0..binds {
+            query = query.bind("x");
+        }
+        query
+            .fetch_all(pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get::<String, _>("detail"))
+            .collect()
+    }
+
+    /// Listing and counting the conversations with messages waiting read
+    /// the waiting rows alone, never the consolidated ones a subject keeps
+    /// for 30 days.
+    #[tokio::test]
+    async fn waiting_conversations_are_read_through_the_index_of_waiting_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = mnemo_event_store::sqlite::connect(&dir.path().join("mnemo.db"))
+            .await
+            .unwrap();
+        for (sql, binds) in [(SUBJECT_CONVERSATIONS, 2), (WAITING_CONVERSATIONS, 0)] {
+            let plan = plan(&pool, sql, binds).await;
+            assert!(
+                plan.iter().any(|d| d
+                    .contains("USING COVERING INDEX consolidation_buffer_waiting_conversations")),
+                "{sql}: {plan:?}"
+            );
+            assert!(
+                !plan.iter().any(|d| d.contains("TEMP B-TREE")),
+                "{sql}: {plan:?}"
+            );
+        }
     }
 }
