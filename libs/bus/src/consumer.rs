@@ -275,7 +275,8 @@ pub async fn run_record_consumer(
         since: Instant::now(),
     };
     loop {
-        // With handled records not yet flushed, only look: nothing waiting
+        // With handled records not yet flushed, only look (a lingering
+        // group: wait out what is left of its linger): nothing waiting
         // means caught up, and they are flushed now.
         let timeout = match options.linger {
             _ if unflushed.last.is_empty() => options.poll_timeout,
