@@ -618,7 +618,7 @@ async fn a_lingering_group_flushes_a_trickle_of_runs_once_and_a_run_after_a_quie
     }
     task.abort();
     let _ = task.await;
-    // Four runs, one flush; everything committed was flushed, in order.
+    // Four posts, one flush; everything committed was flushed, in order.
     assert_eq!(handler.flushes.load(Ordering::SeqCst), 2);
     assert_eq!(*handler.durable.lock().unwrap(), ids);
 }
