@@ -25,7 +25,9 @@ use async_trait::async_trait;
 use mnemo_bus::{EventHandler, HandlerError};
 use mnemo_crypto::{CryptoError, SubjectCipher, TokenPurpose};
 use mnemo_domain::events::streams;
-use mnemo_domain::{EventId, Memory, MemoryId, MemoryState, RecordedEvent, TenantId};
+use mnemo_domain::{
+    DomainEvent, EventId, Memory, MemoryId, MemoryState, RecordedEvent, SubjectId, TenantId,
+};
 use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::{Decoded, LogError, SealedLog};
 use mnemo_read_model::{MemoryReadModel, ReadModelError};
@@ -57,6 +59,10 @@ pub struct MemoryProjection {
 /// read beside it: the key generation (read before the stream) and the
 /// memory's read-model row.
 struct Prepared {
+    /// The subject whose key generation was read: the subject of the
+    /// run's first event of the stream, which is the memory's own unless
+    /// an event on its stream was appended under another.
+    subject: SubjectId,
     generation: Option<u32>,
     /// The stream's events: all of them, or, when `row` is readable, only
     /// those after its version (see [`fold_onto`]).
@@ -236,9 +242,13 @@ impl MemoryProjection {
                     .flatten();
                 let row = streams::memory_id(&stream_id).and_then(|id| rows.remove(&id));
                 let stream = read.remove(&stream_id).unwrap_or_default();
+                let Some(subject) = subject_of.remove(&stream_id) else {
+                    continue;
+                };
                 prepared.insert(
                     (tenant.clone(), stream_id.clone()),
                     Prepared {
+                        subject,
                         generation,
                         stream,
                         row,
@@ -249,6 +259,14 @@ impl MemoryProjection {
         }
         Ok(())
     }
+}
+
+/// The subject a memory stream's creation was appended under.
+fn creator(stream: &[Decoded]) -> Option<&SubjectId> {
+    stream
+        .iter()
+        .find(|d| matches!(d.event, DomainEvent::MemoryCreated(_)))
+        .and_then(|d| d.recorded.subject.as_ref())
 }
 
 fn retryable(error: impl std::fmt::Display) -> HandlerError {
@@ -466,42 +484,49 @@ impl EventHandler for MemoryProjection {
             .remove(&(event.tenant.clone(), event.stream_id.clone()))
             .filter(|p| p.version() >= event.stream_version);
         // The row the read-ahead found, with what came after it.
-        let onto_row = prepared.as_ref().filter(|p| p.after_row).and_then(|p| {
+        let mut onto_row = prepared.as_ref().filter(|p| p.after_row).and_then(|p| {
             p.row.clone()?.fold_onto(
                 p.stream
                     .iter()
                     .map(|d| (&d.event, d.recorded.stream_version, d.recorded.recorded_at)),
             )
         });
-        let (generation, stream, prepared_row) = match prepared {
-            Some(prepared) if onto_row.is_some() || !prepared.after_row => {
+        // A memory belongs to the subject its creation was appended under,
+        // whatever subject a later event on its stream carries: the read
+        // ahead is used only if it read that subject's key generation.
+        let prepared = prepared.filter(|p| {
+            let owner = match &onto_row {
+                Some(memory) => Some(&memory.subject),
+                None if p.after_row => None,
+                None => creator(&p.stream),
+            };
+            owner == Some(&p.subject)
+        });
+        if prepared.is_none() {
+            onto_row = None;
+        }
+        let (generation, stream, prepared_row, owner) = match prepared {
+            Some(prepared) => {
                 self.streams_read_ahead
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 self.events_folded.fetch_add(
                     prepared.stream.len() as u64,
                     std::sync::atomic::Ordering::Relaxed,
                 );
-                (prepared.generation, prepared.stream, Some(prepared.row))
+                (
+                    prepared.generation,
+                    prepared.stream,
+                    Some(prepared.row),
+                    prepared.subject,
+                )
             }
-            // Not read ahead, or what came after the row does not follow
-            // it: the whole stream.
-            _ => {
-                // The key's generation is read before the stream: content
-                // found readable was then read under it (or the erasure
-                // came between, and the flush refuses the row), never under
-                // a key made after it.
-                let generation = self
-                    .log
-                    .cipher()
-                    .live_generation(&event.tenant, subject)
-                    .await
-                    .map_err(retryable)?;
-                let stream = self
-                    .log
-                    .read_stream(&event.tenant, &event.stream_id)
-                    .await
-                    .map_err(retryable)?;
-                (generation, stream, None)
+            // Not read ahead, what came after the row does not follow it,
+            // or read under another subject: the whole stream.
+            None => {
+                let (generation, stream, owner) = self
+                    .read_whole(&event.tenant, &event.stream_id, subject)
+                    .await?;
+                (generation, stream, None, owner)
             }
         };
         self.streams_read
@@ -509,7 +534,7 @@ impl EventHandler for MemoryProjection {
         let folded = match onto_row {
             Some(memory) => Some(memory),
             None => Memory::fold(
-                subject,
+                &owner,
                 stream
                     .iter()
                     .map(|d| (&d.event, d.recorded.stream_version, d.recorded.recorded_at)),
@@ -624,6 +649,41 @@ impl EventHandler for MemoryProjection {
 }
 
 impl MemoryProjection {
+    /// A memory's whole stream, with the generation of its subject's key
+    /// read before it: content found readable was then read under that
+    /// generation (or an erasure came between, and the flush refuses the
+    /// row), never under a key made after it. `guess` is the subject of
+    /// the event being handled; when the stream's creation says the
+    /// memory is another subject's, that subject's generation is read and
+    /// the stream again after it.
+    async fn read_whole(
+        &self,
+        tenant: &TenantId,
+        stream_id: &str,
+        guess: &SubjectId,
+    ) -> Result<(Option<u32>, Vec<Decoded>, SubjectId), HandlerError> {
+        let mut subject = guess.clone();
+        loop {
+            let generation = self
+                .log
+                .cipher()
+                .live_generation(tenant, &subject)
+                .await
+                .map_err(retryable)?;
+            let stream = self
+                .log
+                .read_stream(tenant, stream_id)
+                .await
+                .map_err(retryable)?;
+            match creator(&stream) {
+                // A creation is never rewritten: the second read finds the
+                // subject it was read for.
+                Some(owner) if *owner != subject => subject = owner.clone(),
+                _ => return Ok((generation, stream, subject)),
+            }
+        }
+    }
+
     /// A memory of an erased subject: nothing pending, no row, no point.
     async fn forget(&self, key: (TenantId, MemoryId)) -> Result<(), HandlerError> {
         self.pending().remove(&key);

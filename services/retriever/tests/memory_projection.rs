@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mnemo_bus::EventHandler;
-use mnemo_crypto::{MemorySubjectKeyStore, SubjectCipher};
+use mnemo_crypto::{MemorySubjectKeyStore, SubjectCipher, TokenPurpose};
 use mnemo_domain::events::{
     streams, MemoryCreated, MemoryReinforced, MemoryRevised, MemoryStateChanged, MessageReceived,
-    Role,
+    RelationAdded, RelationKind, Role,
 };
 use mnemo_domain::{
     DomainEvent, EventId, EventMetadata, Memory, MemoryId, MemoryKind, MemoryState, Producer,
@@ -128,6 +128,16 @@ impl Fixture {
     }
 
     async fn append(&self, memory: &MemoryId, event: DomainEvent) -> RecordedEvent {
+        self.append_as(memory, &self.subject, event).await
+    }
+
+    /// An event on `memory`'s stream appended under `subject`.
+    async fn append_as(
+        &self,
+        memory: &MemoryId,
+        subject: &SubjectId,
+        event: DomainEvent,
+    ) -> RecordedEvent {
         let appended = self
             .log
             .append(
@@ -136,7 +146,7 @@ impl Fixture {
                 ExpectedVersion::Any,
                 vec![Pending {
                     event_id: EventId::new(),
-                    subject: Some(self.subject.clone()),
+                    subject: Some(subject.clone()),
                     event,
                     metadata: EventMetadata {
                         actor: "test".into(),
@@ -507,6 +517,64 @@ async fn a_read_ahead_older_than_the_event_is_read_again() {
     let row = fx.read_model.get(&fx.tenant, &id).await.unwrap().unwrap();
     assert_eq!(row.version, 2);
     assert_eq!(row.content.as_text(), Some("The user likes pears"));
+}
+
+/// An event on a memory's stream appended under another subject (only a
+/// defect could append one) neither moves the memory to that subject nor
+/// has it written under that subject's key generation, whether its run
+/// read the memory ahead onto its row, read it ahead whole, or did not
+/// read ahead. The other subject's key is at generation 2 (it was erased
+/// once), the memory's subject's at 1: a row kept with the wrong one is
+/// refused at the flush, and its point deleted.
+#[tokio::test]
+async fn a_memory_stays_its_creators_whatever_subject_a_later_event_carries() {
+    for case in ["onto the row", "whole", "not read ahead"] {
+        let fx = Fixture::new().await;
+        let projection = fx.projection();
+        let other = SubjectId::parse("s2").unwrap();
+        fx.cipher
+            .token(&fx.tenant, &other, TokenPurpose::Tag, "x")
+            .await
+            .unwrap();
+        fx.cipher.destroy(&fx.tenant, &other).await.unwrap();
+        fx.cipher
+            .token(&fx.tenant, &other, TokenPurpose::Tag, "x")
+            .await
+            .unwrap();
+        let (id, created) = fx.create("The user keeps bees").await;
+        if case == "onto the row" {
+            project(&projection, &[created]).await;
+        }
+        let related = fx
+            .append_as(
+                &id,
+                &other,
+                DomainEvent::RelationAdded(RelationAdded {
+                    from: MemoryId::new(),
+                    to: id,
+                    relation: RelationKind::Premise,
+                    confidence: 0.9,
+                }),
+            )
+            .await;
+        assert_eq!(
+            fx.cipher.live_generation(&fx.tenant, &other).await.unwrap(),
+            Some(2),
+            "{case}"
+        );
+        if case == "not read ahead" {
+            projection.handle(&related).await.unwrap();
+            projection.flush().await.unwrap();
+        } else {
+            project(&projection, &[related]).await;
+        }
+        let row = fx.read_model.get(&fx.tenant, &id).await.unwrap();
+        let row = row.unwrap_or_else(|| panic!("{case}: no row"));
+        assert_eq!(row.subject, fx.subject, "{case}");
+        assert_eq!(row.version, 2, "{case}");
+        assert_eq!(row.relations.len(), 1, "{case}");
+        assert_eq!(fx.found("bees").await, vec![id], "{case}");
+    }
 }
 
 /// A memory's events committed together but delivered in two runs: the
