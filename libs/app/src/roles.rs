@@ -81,9 +81,16 @@ pub const EPISODE_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::fro
 /// before it flushes, since its last flush (`ConsumerOptions::linger`).
 /// Each flush syncs every file of the vector index, and while posts
 /// trickle in, each run was one post: one flush per post. Its points are
-/// searchable once written; what waits is their durability. (The memory
-/// projection writes its points in its flush, so it does not linger.)
+/// searchable once written; what waits is their durability.
 pub const EPISODE_LINGER: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// How long the memory projection waits for more records after a run
+/// before it flushes, since its last flush. A run it does not flush yet is
+/// settled: its points are written at once (the consolidator's neighbour
+/// lookups find them), only the index's sync and the read-model rows,
+/// which must follow durable points, wait. A memory written alone after a
+/// quiet spell is flushed at once.
+pub const MEMORY_LINGER: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// How many subjects (record keys) the episode projection handles at once. Its
 /// path is two halves: reading, sealing and embedding a delivery's turns on
@@ -113,7 +120,7 @@ impl Group {
         name: "retriever.memory-projection",
         topics: &[topics::MEMORY_EVENTS],
         flush_interval: None,
-        linger: None,
+        linger: Some(MEMORY_LINGER),
         lanes: 1,
     };
     /// Its own group on the messages topic: the consolidator's group reads

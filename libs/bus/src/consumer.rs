@@ -56,6 +56,15 @@ pub trait EventHandler: Send + Sync + 'static {
     async fn flush(&self) -> Result<(), HandlerError> {
         Ok(())
     }
+
+    /// Called after a run whose flush the consumer defers (a lingering
+    /// group, see [`ConsumerOptions::linger`]): makes what the run's
+    /// events did visible to readers, without the durability `flush`
+    /// gives, for a handler that buffers more than durability until its
+    /// flush. A failure is logged; the next flush does the work.
+    async fn settle(&self) -> Result<(), HandlerError> {
+        Ok(())
+    }
 }
 
 /// A handler of raw bus records, for topics that do not carry log events
@@ -72,6 +81,11 @@ pub trait RecordHandler: Send + Sync + 'static {
 
     /// See [`EventHandler::flush`].
     async fn flush(&self) -> Result<(), HandlerError> {
+        Ok(())
+    }
+
+    /// See [`EventHandler::settle`].
+    async fn settle(&self) -> Result<(), HandlerError> {
         Ok(())
     }
 }
@@ -131,6 +145,10 @@ impl RecordHandler for EnvelopeHandler {
     async fn flush(&self) -> Result<(), HandlerError> {
         self.handler.flush().await
     }
+
+    async fn settle(&self) -> Result<(), HandlerError> {
+        self.handler.settle().await
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -157,7 +175,9 @@ pub struct ConsumerOptions {
     /// and a run after a quiet spell is flushed at once. `None`: at once.
     /// Only for a handler whose flush is durability alone, as for
     /// `flush_interval` (the episode projection: its points are searchable
-    /// once written, its flush syncs the vector index to disk).
+    /// once written, its flush syncs the vector index to disk), or that
+    /// makes a deferred run visible in [`EventHandler::settle`], which the
+    /// consumer calls after each run it does not flush.
     pub linger: Option<Duration>,
     /// Keys of a run handled at once, each on a task of its own; the
     /// records of one key are always handled one after another, in order
@@ -338,6 +358,8 @@ pub async fn run_record_consumer(
             unflushed
                 .flush_and_commit(&options, handler.as_ref(), subscription.as_mut())
                 .await;
+        } else if let Err(error) = handler.settle().await {
+            tracing::warn!(group = %options.group, error = %error, "settling a run failed; its flush will do the work");
         }
     }
 }

@@ -389,6 +389,8 @@ fn trace_spans() {
 struct Buffering {
     pending: Mutex<Vec<EventId>>,
     durable: Mutex<Vec<EventId>>,
+    /// What was pending when the consumer settled a run it did not flush.
+    settled: Mutex<Vec<EventId>>,
     refuse: std::sync::atomic::AtomicBool,
     flushes: AtomicUsize,
 }
@@ -409,6 +411,17 @@ impl EventHandler for Buffering {
             self.flushes.fetch_add(1, Ordering::SeqCst);
         }
         self.durable.lock().unwrap().append(&mut pending);
+        Ok(())
+    }
+
+    async fn settle(&self) -> Result<(), HandlerError> {
+        let pending = self.pending.lock().unwrap();
+        let mut settled = self.settled.lock().unwrap();
+        for id in pending.iter() {
+            if !settled.contains(id) {
+                settled.push(*id);
+            }
+        }
         Ok(())
     }
 }
@@ -602,12 +615,16 @@ async fn a_lingering_group_flushes_a_trickle_of_runs_once_and_a_run_after_a_quie
         post(2).await;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    while wait_for("trickle never handled", &|| {
-        handler.pending.lock().unwrap().len() == 8
+    // Each deferred run is settled as it ends: the trickle, not the run
+    // flushed at once.
+    while wait_for("trickle never handled and settled", &|| {
+        handler.settled.lock().unwrap().len() == 8
     }) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(handler.flushes.load(Ordering::SeqCst), 1);
+    assert_eq!(*handler.settled.lock().unwrap(), ids[3..]);
+    assert_eq!(handler.pending.lock().unwrap().len(), 8);
     assert_eq!(bus.lag("g-linger", &[topics::MESSAGES]).await.unwrap(), 8);
     while bus.lag("g-linger", &[topics::MESSAGES]).await.unwrap() > 0 {
         assert!(

@@ -16,7 +16,11 @@
 //! unflushed writes in a crash would leave the point missing for good. And
 //! the points whose content changed are embedded and written at the flush
 //! too, all of a run in one embedder call and one index write: an
-//! embedding server answers a batch in about the time of one text.
+//! embedding server answers a batch in about the time of one text. The
+//! consumer lingers before it flushes while runs trickle in (one flush,
+//! one sync of every index file, per linger rather than per run); a run
+//! whose flush it defers is settled instead, which writes the run's points
+//! without the sync and leaves its rows for the flush.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -610,6 +614,22 @@ impl EventHandler for MemoryProjection {
         // What an earlier run read ahead and did not use is stale now.
         self.prepared().clear();
         self.read_ahead(run).await
+    }
+
+    /// A run whose flush the consumer defers (the projection lingers):
+    /// its points are embedded and written now, so the index (which the
+    /// consolidator's neighbour lookups read) does not wait for the flush;
+    /// the rows stay pending until the flush has made the points durable.
+    async fn settle(&self) -> Result<(), HandlerError> {
+        let rows: Vec<_> = self.pending().drain().collect();
+        let (mut live, mut outcome) = self.drop_erased(rows).await;
+        if outcome.is_ok() {
+            outcome = self.write_points(&mut live).await;
+        }
+        for (key, row) in live {
+            self.keep(key, row);
+        }
+        outcome
     }
 
     async fn flush(&self) -> Result<(), HandlerError> {

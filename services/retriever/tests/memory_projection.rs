@@ -519,6 +519,52 @@ async fn a_read_ahead_older_than_the_event_is_read_again() {
     assert_eq!(row.content.as_text(), Some("The user likes pears"));
 }
 
+/// A run the consumer does not flush yet (the projection lingers) is
+/// settled: its points are embedded and written, so search finds them,
+/// and its rows wait for the flush, which makes the points durable first
+/// and does not embed them again.
+#[tokio::test]
+async fn a_settled_run_has_its_points_written_and_its_rows_wait_for_the_flush() {
+    let fx = Fixture::new().await;
+    let projection = fx.projection();
+    let (id, created) = fx.create("The user keeps bees").await;
+    projection
+        .prepare(std::slice::from_ref(&created))
+        .await
+        .unwrap();
+    projection.handle(&created).await.unwrap();
+    assert!(fx.found("bees").await.is_empty());
+    projection.settle().await.unwrap();
+    assert_eq!(fx.found("bees").await, vec![id]);
+    assert!(fx.read_model.get(&fx.tenant, &id).await.unwrap().is_none());
+    assert_eq!(fx.embedder.calls.load(Ordering::SeqCst), 1);
+    projection.flush().await.unwrap();
+    let row = fx.read_model.get(&fx.tenant, &id).await.unwrap().unwrap();
+    assert_eq!(row.version, 1);
+    assert_eq!(fx.embedder.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(fx.found("bees").await, vec![id]);
+}
+
+/// An erasure between a settle and the flush: the settled point is taken
+/// back and no row is written.
+#[tokio::test]
+async fn an_erasure_after_a_settle_leaves_no_row_or_point() {
+    let fx = Fixture::new().await;
+    let projection = fx.projection();
+    let (id, created) = fx.create("The user keeps bees").await;
+    projection
+        .prepare(std::slice::from_ref(&created))
+        .await
+        .unwrap();
+    projection.handle(&created).await.unwrap();
+    projection.settle().await.unwrap();
+    assert_eq!(fx.found("bees").await, vec![id]);
+    fx.cipher.destroy(&fx.tenant, &fx.subject).await.unwrap();
+    projection.flush().await.unwrap();
+    assert!(fx.found("bees").await.is_empty());
+    assert!(fx.read_model.get(&fx.tenant, &id).await.unwrap().is_none());
+}
+
 /// An event on a memory's stream appended under another subject (only a
 /// defect could append one) neither moves the memory to that subject nor
 /// has it written under that subject's key generation, whether its run
