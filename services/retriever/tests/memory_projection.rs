@@ -4,7 +4,9 @@
 //! points are durable; a memory created and deleted in one run, or changed
 //! only in its state, is never embedded again; a failed embedding loses
 //! nothing and is retried by the next flush; an erasure landing while a
-//! run is flushed leaves neither its row nor its point.
+//! run is flushed leaves neither its row nor its point; a settled run has
+//! its points written and its rows wait for the flush; a memory stays its
+//! creation's subject's.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
