@@ -813,7 +813,7 @@ impl Memory {
                         created.state
                     },
                     version,
-                    provenance: created.provenance.clone(),
+                    provenance: created.provenance.clone().bounded(),
                     session: created.session.clone(),
                     agent: created.agent.clone(),
                     reinforcements: 0,
@@ -889,9 +889,7 @@ impl Memory {
             DomainEvent::MemoryReinforced(reinforced) => {
                 self.reinforcements += 1;
                 for id in &reinforced.source_event_ids {
-                    if !self.provenance.source_event_ids.contains(id) {
-                        self.provenance.source_event_ids.push(*id);
-                    }
+                    self.provenance.add_source(*id);
                 }
             }
             DomainEvent::MemoryArchived(_) => self.state = MemoryState::Archived,
@@ -1174,6 +1172,60 @@ mod tests {
         assert_eq!(prefix.clone().fold_onto([]), Some(prefix.clone()));
         // Version 2 missing: not the whole stream's fold.
         assert_eq!(prefix.fold_onto([(&archived, 3, later)]), None);
+    }
+
+    /// A memory reinforced 200 times keeps its first sources and its
+    /// latest ones, 64 in all, whether folded whole or onto a fold of
+    /// part of its stream; it still counts every reinforcement, and a
+    /// source it was said in again is not added twice.
+    #[test]
+    fn a_memory_keeps_its_first_sources_and_its_latest_ones() {
+        let subject = SubjectId::parse("u1").unwrap();
+        let now = Utc::now();
+        let first = EventId::new();
+        let DomainEvent::MemoryCreated(mut creation) = created() else {
+            unreachable!()
+        };
+        creation.provenance.source_event_ids = vec![first];
+        let creation = DomainEvent::MemoryCreated(creation);
+        let mut said = vec![first];
+        let mut stream = vec![(creation, 1)];
+        for version in 2..=201 {
+            let id = EventId::new();
+            said.push(id);
+            // The memory's first source again beside the new one.
+            stream.push((
+                DomainEvent::MemoryReinforced(MemoryReinforced {
+                    source_event_ids: vec![first, id],
+                    similarity: 0.95,
+                }),
+                version,
+            ));
+        }
+        let events = |range: std::ops::Range<usize>| {
+            stream[range]
+                .iter()
+                .map(|(event, version)| (event, *version, now))
+                .collect::<Vec<_>>()
+        };
+        let whole = Memory::fold(&subject, events(0..201)).unwrap();
+        let kept = &whole.provenance.source_event_ids;
+        assert_eq!(kept.len(), Provenance::MAX_SOURCES);
+        assert_eq!(kept[..16], said[..16]);
+        assert_eq!(kept[16..], said[201 - 48..]);
+        assert_eq!(whole.reinforcements, 200);
+        let part = Memory::fold(&subject, events(0..100)).unwrap();
+        assert_eq!(
+            part.clone().fold_onto(events(100..201)),
+            Some(whole.clone())
+        );
+        // A row kept before the bound, with every source: one more
+        // reinforcement brings it to the bound, as the whole fold has it.
+        let mut unbounded = part;
+        unbounded.provenance.source_event_ids = said[..200].to_vec();
+        unbounded.version = 200;
+        unbounded.reinforcements = 199;
+        assert_eq!(unbounded.fold_onto(events(200..201)), Some(whole));
     }
 
     #[test]

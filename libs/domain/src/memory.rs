@@ -111,9 +111,51 @@ impl Producer {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Provenance {
-    /// The message events the memory came from (empty for a direct write).
+    /// The message events the memory came from (empty for a direct write):
+    /// as a memory folds, at most [`Provenance::MAX_SOURCES`] of them (see
+    /// [`Provenance::add_source`]).
     pub source_event_ids: Vec<EventId>,
     pub producer: Producer,
+}
+
+impl Provenance {
+    /// The most sources a folded memory keeps. A memory said again in
+    /// conversation after conversation is reinforced by each; keeping
+    /// every message that repeated it grew its row (rewritten at each
+    /// reinforcement), its fold (a look-up per source) and the search's
+    /// per-result lists without end. Every reinforcement stays in the
+    /// log, with its sources: the memory's history lists them all.
+    pub const MAX_SOURCES: usize = 64;
+    /// Of those, the first ones, kept for good: where the memory was
+    /// learned. The rest are the latest.
+    pub const FIRST_SOURCES: usize = 16;
+
+    /// Adds a source message unless it is kept already; at
+    /// [`Provenance::MAX_SOURCES`], the oldest of the latest ones makes
+    /// room, so the kept ones are the first [`Provenance::FIRST_SOURCES`]
+    /// and the latest others, in the order they came. Folding onto a list
+    /// kept so gives what folding the whole stream gives.
+    pub fn add_source(&mut self, id: EventId) {
+        if self.source_event_ids.contains(&id) {
+            return;
+        }
+        // A loop, not one removal: a list kept before the bound (a
+        // read-model row written by an older build) shrinks to it at once.
+        while self.source_event_ids.len() >= Self::MAX_SOURCES {
+            self.source_event_ids.remove(Self::FIRST_SOURCES);
+        }
+        self.source_event_ids.push(id);
+    }
+
+    /// This provenance with its sources kept as [`Provenance::add_source`]
+    /// keeps them, added in order.
+    pub fn bounded(mut self) -> Provenance {
+        let ids = std::mem::take(&mut self.source_event_ids);
+        for id in ids {
+            self.add_source(id);
+        }
+        self
+    }
 }
 
 /// Importance from confidence and kind (seed 000): `0.3 + 0.5·confidence`,

@@ -780,7 +780,7 @@ export interface components {
             /** @description The stream version of the last change (1 after creation); the ETag. */
             version: number;
             provenance: {
-                /** @description The message events the memory came from (empty for a direct write). */
+                /** @description The message events the memory came from (empty for a direct write): the first 16 and the latest 48 of them at most, in the order they came. Every reinforcement, with its sources, stays in the memory's history (`GET /v1/memories/{id}/history`). */
                 source_event_ids: string[];
                 producer: components["schemas"]["Producer"];
             };
@@ -1544,7 +1544,7 @@ export interface components {
             /** @description The stream version of the last change (1 after creation); the ETag. */
             version: number;
             provenance: {
-                /** @description The message events the memory came from (empty for a direct write). */
+                /** @description The message events the memory came from (empty for a direct write): the first 16 and the latest 48 of them at most, in the order they came. Every reinforcement, with its sources, stays in the memory's history (`GET /v1/memories/{id}/history`). */
                 source_event_ids: string[];
                 producer: components["schemas"]["Producer"];
             };
