@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use mnemo_llm::testsupport::MockLlmServer;
 
-use crate::helpers::{spawn_app_with, TestApp};
+use crate::helpers::{spawn_app_in, spawn_app_with, TestApp};
 
 async fn app_with(config: &str) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
@@ -118,6 +118,29 @@ async fn a_tenant_past_its_quota_gets_429_and_others_are_unaffected() {
         metrics.contains("mnemo_ingest_refused_total{limit=\"requests_per_second\"} 1"),
         "{metrics}"
     );
+    app.stop().await;
+}
+
+/// The day's messages are counted from the log, not only in the process:
+/// a restart (a deploy, a crash) does not start the tenant's day afresh.
+#[tokio::test]
+async fn the_days_message_quota_counts_what_was_accepted_before_a_restart() {
+    let config = tempfile::tempdir().unwrap();
+    let file = config.path().join("mnemo.toml");
+    std::fs::write(&file, "[quotas.tenants.small]\nmessages_per_day = 5\n").unwrap();
+    let env = [("MNEMO_CONFIG", file.to_str().unwrap())];
+    let app = spawn_app_with(&env).await;
+    let small = app.admin("small");
+    let posted = app.post_messages(&small, "s1", messages(0, 4)).await;
+    assert_eq!(posted.status(), 202);
+    let app = spawn_app_in(app.stop().await, &env).await;
+    let small = app.admin("small");
+    let refused = app.post_messages(&small, "s1", messages(4, 2)).await;
+    assert_refused(refused, 429, "quota_exceeded", "messages_per_day").await;
+    assert_eq!(message_events(&app, "small").await, 4);
+    let posted = app.post_messages(&small, "s1", messages(4, 1)).await;
+    assert_eq!(posted.status(), 202);
+    assert_eq!(message_events(&app, "small").await, 5);
     app.stop().await;
 }
 

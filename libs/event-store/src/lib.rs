@@ -245,6 +245,21 @@ pub trait EventStore: Send + Sync + 'static {
     /// of the tenant's rows: callers cache it.
     async fn stored_bytes(&self, tenant: &TenantId) -> Result<u64, EventStoreError>;
 
+    /// How many of the tenant's events of `event_type` were recorded at or
+    /// after `since`: the messages it posted today, which the daily quota
+    /// counts from the log so that a restart or a second ingest replica
+    /// does not start the day afresh. Found from the tenant's first event
+    /// at or after `since` by time, then counted from its position in the
+    /// (tenant, type, position) index: two index ranges (SQLite reads no
+    /// row for them), but a count of the day's events all the same, so
+    /// callers cache it.
+    async fn count_since(
+        &self,
+        tenant: &TenantId,
+        event_type: &str,
+        since: DateTime<Utc>,
+    ) -> Result<u64, EventStoreError>;
+
     /// Returns once the head is past `after_position` or the timeout passed,
     /// so the relay can sleep without polling hard.
     async fn wait_for_append(&self, after_position: i64, timeout: Duration);

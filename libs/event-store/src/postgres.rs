@@ -680,6 +680,38 @@ impl EventStore for PostgresEventStore {
         Ok(bytes.max(0) as u64)
     }
 
+    async fn count_since(
+        &self,
+        tenant: &TenantId,
+        event_type: &str,
+        since: DateTime<Utc>,
+    ) -> Result<u64, EventStoreError> {
+        // As on SQLite: the first event at or after `since` by time starts
+        // the range of positions counted.
+        let rows = self
+            .tenant_rows(
+                tenant,
+                sqlx::query(
+                    "SELECT COUNT(*) FROM events \
+                     WHERE tenant_id = $1 AND event_type = $2 AND global_position >= \
+                     COALESCE((SELECT global_position FROM events \
+                               WHERE tenant_id = $1 AND recorded_at >= $3 \
+                               ORDER BY recorded_at LIMIT 1), 9223372036854775807)",
+                )
+                .bind(tenant.as_str())
+                .bind(event_type)
+                .bind(since),
+            )
+            .await?;
+        let count: i64 = rows
+            .first()
+            .map(|row| row.try_get(0))
+            .transpose()
+            .map_err(backend)?
+            .unwrap_or(0);
+        Ok(count.max(0) as u64)
+    }
+
     async fn wait_for_append(&self, after_position: i64, timeout: Duration) {
         let deadline = tokio::time::Instant::now() + timeout;
         self.ensure_listener();

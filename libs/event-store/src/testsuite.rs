@@ -384,6 +384,82 @@ where
     assert_eq!(store.stored_bytes(&b).await.unwrap(), b_bytes);
 }
 
+pub async fn counts_a_tenants_events_of_a_type_since_a_time<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    let store = open().await;
+    let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
+    let s = SubjectId::parse("u1").unwrap();
+    let append = |tenant: TenantId, event_type: &'static str, count: usize| {
+        let store = store.clone();
+        let s = s.clone();
+        async move {
+            let events = (0..count)
+                .map(|_| event(event_type, Some(&s), "x"))
+                .collect();
+            store
+                .append(&tenant, "conversation-u1", ExpectedVersion::Any, events)
+                .await
+                .unwrap();
+        }
+    };
+    append(a.clone(), "MessageReceived", 3).await;
+    // Recorded times are the store's clock, in microseconds.
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let since = Utc::now();
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    assert_eq!(
+        store
+            .count_since(&a, "MessageReceived", since)
+            .await
+            .unwrap(),
+        0
+    );
+    append(a.clone(), "MessageReceived", 4).await;
+    append(a.clone(), "ProfileUpdated", 2).await;
+    append(b.clone(), "MessageReceived", 5).await;
+    append(a.clone(), "MessageReceived", 1).await;
+    assert_eq!(
+        store
+            .count_since(&a, "MessageReceived", since)
+            .await
+            .unwrap(),
+        5
+    );
+    assert_eq!(
+        store
+            .count_since(&a, "ProfileUpdated", since)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        store
+            .count_since(&b, "MessageReceived", since)
+            .await
+            .unwrap(),
+        5
+    );
+    let earlier = since - Duration::hours(1);
+    assert_eq!(
+        store
+            .count_since(&a, "MessageReceived", earlier)
+            .await
+            .unwrap(),
+        8
+    );
+    let later = Utc::now() + Duration::seconds(1);
+    assert_eq!(
+        store
+            .count_since(&a, "MessageReceived", later)
+            .await
+            .unwrap(),
+        0
+    );
+}
+
 pub async fn survives_a_restart<F, Fut>(open: F)
 where
     F: Fn() -> Fut,
@@ -1247,6 +1323,7 @@ macro_rules! event_store_contract_tests {
             append_is_idempotent_on_event_id,
             read_all_is_in_commit_order_without_gaps,
             tenants_are_isolated,
+            counts_a_tenants_events_of_a_type_since_a_time,
             survives_a_restart,
             refuses_unsealed_subject_text,
             queries_filter_and_page,

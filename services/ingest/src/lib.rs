@@ -21,7 +21,7 @@ use std::sync::Arc;
 use actix_web::http::StatusCode;
 use actix_web::web;
 use mnemo_config::Limits;
-use mnemo_domain::{MemoryState, SubjectId, TenantId};
+use mnemo_domain::{EventType, MemoryState, SubjectId, TenantId};
 use mnemo_event_store::sealed::SealedLog;
 use mnemo_http::backlog::Backlog;
 use mnemo_http::pacing::Pace;
@@ -95,7 +95,14 @@ impl IngestState {
                 serde_json::json!({"limit": "slowdown", "limit_value": rate.round() as u64}),
             ));
         }
-        if let Err(refusal) = self.quotas.admit(tenant, messages, chrono::Utc::now()) {
+        let now = chrono::Utc::now();
+        if messages > 0 {
+            if let Err(error) = self.read_day(tenant, now).await {
+                self.backlog.unpace(tenant, messages);
+                return Err(error);
+            }
+        }
+        if let Err(refusal) = self.quotas.admit(tenant, messages, now) {
             // Refused after all: the tenant's next requests do not wait
             // for these.
             self.backlog.unpace(tenant, messages);
@@ -108,6 +115,30 @@ impl IngestState {
             self.metrics.ingest_paced_requests_total.inc();
             tokio::time::sleep(wait).await;
         }
+        Ok(())
+    }
+
+    /// Reads the tenant's messages of the day from the log, when its
+    /// `messages_per_day` quota counts them and the figure kept here is
+    /// stale: a restarted process, or another replica, counts what was
+    /// accepted before it.
+    async fn read_day(
+        &self,
+        tenant: &TenantId,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), ApiError> {
+        let today = now.date_naive();
+        if !self.quotas.day_needs_reading(tenant, today) {
+            return Ok(());
+        }
+        let midnight = today.and_time(chrono::NaiveTime::MIN).and_utc();
+        let count = self
+            .log
+            .store()
+            .count_since(tenant, EventType::MessageReceived.as_str(), midnight)
+            .await
+            .map_err(ApiError::unavailable)?;
+        self.quotas.remember_day(tenant, today, count);
         Ok(())
     }
 

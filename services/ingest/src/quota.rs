@@ -12,11 +12,19 @@
 //! size of the text each admitted request carries (the log's figure is a
 //! little higher: sealing and metadata).
 //!
-//! Key decision: the counts live in this process. One ingest process (the
-//! embedded server, or one replica) enforces them exactly; N replicas
-//! behind a balancer admit up to N times each limit. Erasure and export
-//! requests are never refused by a quota: a data subject's rights do not
-//! wait for a tenant's budget.
+//! The day's messages are counted from the log too (the tenant's
+//! `MessageReceived` events since UTC midnight), re-read every
+//! [`DAY_FRESH_FOR`] and raised in between by each admitted batch: a
+//! restart does not start the day afresh, and replicas sharing a log share
+//! the day's count, each overshooting by at most what the others admit
+//! within that time.
+//!
+//! Key decision: the request rate lives in this process. One ingest
+//! process (the embedded server, or one replica) enforces it exactly; N
+//! replicas behind a balancer admit up to N times it (a rate shared
+//! between processes would cost a store round trip per request). Erasure
+//! and export requests are never refused by a quota: a data subject's
+//! rights do not wait for a tenant's budget.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -50,6 +58,10 @@ pub enum Refusal {
 /// How long a tenant's storage figure is reused before the log is asked
 /// again.
 pub const STORAGE_FRESH_FOR: Duration = Duration::from_secs(10);
+
+/// How long a tenant's count of the day's messages read from the log is
+/// raised by the batches admitted here before the log is asked again.
+pub const DAY_FRESH_FOR: Duration = Duration::from_secs(10);
 
 /// `Retry-After` for a usage limit: nothing refills it by itself, but a
 /// deletion, the forgetter or a raised quota may free room; a minute is
@@ -92,6 +104,8 @@ struct Use {
     bucket: Option<(f64, DateTime<Utc>)>,
     /// Messages accepted on that day.
     day: Option<(NaiveDate, u64)>,
+    /// When the log last gave the day's count.
+    day_read: Option<Instant>,
 }
 
 pub struct Quotas {
@@ -139,6 +153,31 @@ impl Quotas {
         if let Some((_, figure)) = stored.get_mut(tenant) {
             *figure = figure.saturating_add(bytes);
         }
+    }
+
+    /// Whether the tenant's count of `today`'s messages should be read
+    /// from the log before a batch is admitted: its quota limits them, and
+    /// no count of that day read less than [`DAY_FRESH_FOR`] ago is known.
+    pub fn day_needs_reading(&self, tenant: &TenantId, today: NaiveDate) -> bool {
+        if self.policy(tenant).messages_per_day.is_none() {
+            return false;
+        }
+        let used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        !used.get(tenant).is_some_and(|entry| {
+            entry.day.is_some_and(|(day, _)| day == today)
+                && entry
+                    .day_read
+                    .is_some_and(|at| at.elapsed() < DAY_FRESH_FOR)
+        })
+    }
+
+    /// The tenant's messages of `today` as the log counts them, in place
+    /// of the count kept here.
+    pub fn remember_day(&self, tenant: &TenantId, today: NaiveDate, messages: u64) {
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = used.entry(tenant.clone()).or_default();
+        entry.day = Some((today, messages));
+        entry.day_read = Some(Instant::now());
     }
 
     /// Admits one request carrying `messages` messages at `now`, counting
@@ -266,6 +305,31 @@ mod tests {
         assert!(quotas.admit(&t, 1, at(23, 59, 31, 0)).is_err());
         let next_day = at(23, 59, 59, 0) + chrono::Duration::seconds(2);
         assert!(quotas.admit(&t, 10, next_day).is_ok());
+    }
+
+    /// The log's count of the day replaces the one kept here, is read
+    /// again for another day, and only for a tenant whose quota counts
+    /// the day's messages; admitted batches raise it in between.
+    #[test]
+    fn the_days_count_read_from_the_log_is_raised_by_what_is_admitted() {
+        let quotas = quotas(
+            Quota {
+                messages_per_day: Some(10),
+                ..Default::default()
+            },
+            Some(Quota::default()),
+        );
+        let t = tenant("t");
+        let now = at(12, 0, 0, 0);
+        let today = now.date_naive();
+        assert!(!quotas.day_needs_reading(&tenant("acme"), today));
+        assert!(quotas.day_needs_reading(&t, today));
+        quotas.remember_day(&t, today, 7);
+        assert!(!quotas.day_needs_reading(&t, today));
+        assert!(quotas.day_needs_reading(&t, today.succ_opt().unwrap()));
+        assert!(quotas.admit(&t, 2, now).is_ok());
+        assert!(quotas.admit(&t, 2, now).is_err());
+        assert!(quotas.admit(&t, 1, now).is_ok());
     }
 
     #[test]

@@ -214,6 +214,14 @@ impl EventStore for CountingLog {
     async fn stored_bytes(&self, tenant: &TenantId) -> Result<u64, EventStoreError> {
         self.inner.stored_bytes(tenant).await
     }
+    async fn count_since(
+        &self,
+        tenant: &TenantId,
+        event_type: &str,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<u64, EventStoreError> {
+        self.inner.count_since(tenant, event_type, since).await
+    }
     async fn wait_for_append(&self, after_position: i64, timeout: std::time::Duration) {
         self.inner.wait_for_append(after_position, timeout).await
     }
