@@ -864,6 +864,13 @@ mod tests {
         }
     }
 
+    /// The `detail` column of an `EXPLAIN QUERY PLAN`'s rows.
+    fn details(plan: Vec<sqlx::sqlite::SqliteRow>) -> Vec<String> {
+        plan.iter()
+            .map(|row| row.get::<String, _>("detail"))
+            .collect()
+    }
+
     /// The count of a tenant's events of a type since a time reads two
     /// indexes and no row: a day of a busy tenant's messages is counted
     /// without reading them.
@@ -871,16 +878,15 @@ mod tests {
     async fn a_count_since_a_time_reads_only_indexes() {
         let dir = tempfile::tempdir().unwrap();
         let store = open(&dir.path().join("events.db")).await.unwrap();
-        let plan: Vec<String> = sqlx::query(&format!("EXPLAIN QUERY PLAN {COUNT_SINCE}"))
-            .bind("t")
-            .bind("MessageReceived")
-            .bind(0_i64)
-            .fetch_all(&store.pool)
-            .await
-            .unwrap()
-            .iter()
-            .map(|row| row.get::<String, _>("detail"))
-            .collect();
+        let plan = details(
+            sqlx::query(&format!("EXPLAIN QUERY PLAN {COUNT_SINCE}"))
+                .bind("t")
+                .bind("MessageReceived")
+                .bind(0_i64)
+                .fetch_all(&store.pool)
+                .await
+                .unwrap(),
+        );
         let on_events: Vec<&String> = plan.iter().filter(|d| d.contains("events")).collect();
         assert_eq!(on_events.len(), 2, "{plan:?}");
         for index in ["events_tenant_type", "events_tenant_time"] {
@@ -901,14 +907,13 @@ mod tests {
         let store = open(&dir.path().join("events.db")).await.unwrap();
         let tenant = TenantId::parse("t").unwrap();
         let streams: Vec<(String, u64)> = (0..60).map(|i| (format!("memory-{i}"), 3)).collect();
-        let plan: Vec<String> = streams_after_query("EXPLAIN QUERY PLAN ", &tenant, &streams)
-            .build()
-            .fetch_all(&store.pool)
-            .await
-            .unwrap()
-            .iter()
-            .map(|row| row.get::<String, _>("detail"))
-            .collect();
+        let plan = details(
+            streams_after_query("EXPLAIN QUERY PLAN ", &tenant, &streams)
+                .build()
+                .fetch_all(&store.pool)
+                .await
+                .unwrap(),
+        );
         let on_events: Vec<&String> = plan.iter().filter(|d| d.contains("events")).collect();
         assert_eq!(on_events.len(), 1, "{plan:?}");
         assert!(

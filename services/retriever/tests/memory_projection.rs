@@ -63,12 +63,18 @@ impl Embedder for Counting {
     }
 }
 
-/// Projects `run` as the consumer does: read ahead, each event, flush.
-async fn project(projection: &MemoryProjection, run: &[RecordedEvent]) {
+/// Handles `run` as the consumer does before it flushes or settles: read
+/// ahead, then each event.
+async fn handle_run(projection: &MemoryProjection, run: &[RecordedEvent]) {
     projection.prepare(run).await.unwrap();
     for event in run {
         projection.handle(event).await.unwrap();
     }
+}
+
+/// Projects `run` as the consumer does: read ahead, each event, flush.
+async fn project(projection: &MemoryProjection, run: &[RecordedEvent]) {
+    handle_run(projection, run).await;
     projection.flush().await.unwrap();
 }
 
@@ -530,11 +536,7 @@ async fn a_settled_run_has_its_points_written_and_its_rows_wait_for_the_flush() 
     let fx = Fixture::new().await;
     let projection = fx.projection();
     let (id, created) = fx.create("The user keeps bees").await;
-    projection
-        .prepare(std::slice::from_ref(&created))
-        .await
-        .unwrap();
-    projection.handle(&created).await.unwrap();
+    handle_run(&projection, &[created]).await;
     assert!(fx.found("bees").await.is_empty());
     projection.settle().await.unwrap();
     assert_eq!(fx.found("bees").await, vec![id]);
@@ -554,11 +556,7 @@ async fn an_erasure_after_a_settle_leaves_no_row_or_point() {
     let fx = Fixture::new().await;
     let projection = fx.projection();
     let (id, created) = fx.create("The user keeps bees").await;
-    projection
-        .prepare(std::slice::from_ref(&created))
-        .await
-        .unwrap();
-    projection.handle(&created).await.unwrap();
+    handle_run(&projection, &[created]).await;
     projection.settle().await.unwrap();
     assert_eq!(fx.found("bees").await, vec![id]);
     fx.cipher.destroy(&fx.tenant, &fx.subject).await.unwrap();
