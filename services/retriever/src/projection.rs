@@ -239,16 +239,13 @@ impl MemoryProjection {
             }
             let mut prepared = self.prepared();
             for stream_id in streams {
-                let generation = subject_of
-                    .get(&stream_id)
-                    .and_then(|subject| generations.get(subject))
-                    .copied()
-                    .flatten();
-                let row = streams::memory_id(&stream_id).and_then(|id| rows.remove(&id));
-                let stream = read.remove(&stream_id).unwrap_or_default();
+                // Every stream listed has its subject: it was listed with it.
                 let Some(subject) = subject_of.remove(&stream_id) else {
                     continue;
                 };
+                let generation = generations.get(&subject).copied().flatten();
+                let row = streams::memory_id(&stream_id).and_then(|id| rows.remove(&id));
+                let stream = read.remove(&stream_id).unwrap_or_default();
                 prepared.insert(
                     (tenant.clone(), stream_id.clone()),
                     Prepared {
