@@ -2,6 +2,7 @@
 //! documented route exists.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use crate::helpers::spawn_app;
 
@@ -253,6 +254,39 @@ async fn health_and_metrics() {
     assert!(metrics.contains("mnemo_events_appended_total{event_type=\"MessageReceived\"} 1"));
     assert!(metrics.contains("mnemo_pii_findings_total{kind=\"email\"} 1"));
     assert!(metrics.contains("mnemo_relay_lag_events"));
+}
+
+/// `/metrics` says how long the embedded vector index has held writes no
+/// optimisation took in: growing while they wait, 0 once the server has
+/// optimised the quiet index (30 s after the last write).
+#[tokio::test]
+async fn the_metrics_say_how_long_the_vector_index_has_waited_for_an_optimisation() {
+    let app = spawn_app().await;
+    let token = app.admin("acme");
+    let unoptimized = || async {
+        let metrics = app.public("/metrics").await.text().await.unwrap();
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix("mnemo_vector_index_unoptimized_seconds "))
+            .unwrap_or_else(|| panic!("no gauge in {metrics}"))
+            .parse::<f64>()
+            .unwrap()
+    };
+    app.memory(&token, "u1", "Keeps bees").await;
+    app.wait_for_list(&token, "u1", |m| m.len() == 1).await;
+    let first = unoptimized().await;
+    assert!(first > 0.0, "{first}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(unoptimized().await > first);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    while unoptimized().await > 0.0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the quiet index was never optimised"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    app.stop().await;
 }
 
 async fn readyz(app: &crate::helpers::TestApp) -> serde_json::Value {

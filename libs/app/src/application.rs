@@ -168,6 +168,10 @@ impl Application {
             database: stores.clone(),
             backlog,
             embedder: vectors.as_ref().map(|v| v.status.clone()),
+            index: vectors
+                .as_ref()
+                .and_then(|v| v.edge.clone())
+                .map(|edge| Arc::new(crate::vectors::EdgeStatus(edge)) as _),
         };
         let (server, port) = serve_http(&settings, api, health, metrics)?;
         Ok(Application {

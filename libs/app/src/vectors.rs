@@ -167,6 +167,15 @@ pub struct OpenedIndex {
     pub edge: Option<Arc<EdgeVectorIndex>>,
 }
 
+/// The embedded index, as `/metrics` reports it.
+pub struct EdgeStatus(pub Arc<EdgeVectorIndex>);
+
+impl mnemo_http::health::IndexStatus for EdgeStatus {
+    fn unoptimized_for(&self) -> Option<std::time::Duration> {
+        self.0.unoptimized_for()
+    }
+}
+
 /// How long the embedded index must have had no write before the server
 /// optimises it, and how often it looks.
 pub const OPTIMIZE_WHEN_QUIET: std::time::Duration = std::time::Duration::from_secs(30);

@@ -363,6 +363,10 @@ pub struct Metrics {
     pub consolidation_buffer_oldest_seconds: Gauge,
     /// `mnemo_degraded`: 1 while `/readyz` says `degraded`.
     pub degraded: IntGauge,
+    /// `mnemo_vector_index_unoptimized_seconds`: how long the embedded
+    /// vector index has held writes no optimisation has taken in (dense
+    /// search scans them); 0 once optimised after the last write.
+    pub vector_index_unoptimized_seconds: Gauge,
     /// `mnemo_ingest_refused_total{limit}`: requests refused before any
     /// append, by the limit that refused them (`backlog_ceiling`,
     /// `requests_per_second`, `messages_per_day`).
@@ -472,6 +476,13 @@ impl Metrics {
                 Gauge::new(
                     "mnemo_consolidation_buffer_oldest_seconds",
                     "How long the longest-waiting buffered message has waited, idle waits included.",
+                )?,
+            )?,
+            vector_index_unoptimized_seconds: registered(
+                &registry,
+                Gauge::new(
+                    "mnemo_vector_index_unoptimized_seconds",
+                    "Seconds the embedded vector index has held writes no optimisation has taken in (0 once optimised after the last write).",
                 )?,
             )?,
             degraded: gauge(

@@ -129,11 +129,19 @@ struct Inner {
     /// every segment whether it changed or not (hundreds of ms on a large
     /// optimised shard), so a flush with nothing new is skipped.
     dirty: AtomicBool,
-    /// Something was written since the last optimisation.
-    unoptimized: AtomicBool,
-    /// When the last write was applied: [`EdgeVectorIndex::optimize_if_idle`]
-    /// waits for a quiet index.
-    last_write: Mutex<std::time::Instant>,
+    /// When writes were applied, for [`EdgeVectorIndex::optimize_if_idle`]
+    /// and [`EdgeVectorIndex::unoptimized_for`].
+    writes: Mutex<Writes>,
+}
+
+/// When an index was written.
+struct Writes {
+    /// The last write: [`EdgeVectorIndex::optimize_if_idle`] waits for a
+    /// quiet index.
+    last: std::time::Instant,
+    /// The first write since the last optimisation (None: optimised since
+    /// the last write).
+    unoptimized_since: Option<std::time::Instant>,
 }
 
 /// An open qdrant-edge shard and the directory it lives in.
@@ -185,6 +193,10 @@ impl Drop for Shard {
 }
 
 impl Inner {
+    fn writes(&self) -> MutexGuard<'_, Writes> {
+        self.writes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn write_lock(&self) -> MutexGuard<'_, ()> {
         // The mutex protects no data, so a panic while holding it leaves
         // nothing inconsistent behind: ignore poisoning.
@@ -255,8 +267,10 @@ impl EdgeVectorIndex {
                 // Opening re-applies payload indexes: flush once for them.
                 dirty: AtomicBool::new(true),
                 // What was on disk may never have been optimised.
-                unoptimized: AtomicBool::new(true),
-                last_write: Mutex::new(std::time::Instant::now()),
+                writes: Mutex::new(Writes {
+                    last: std::time::Instant::now(),
+                    unoptimized_since: Some(std::time::Instant::now()),
+                }),
             }),
         })
     }
@@ -291,7 +305,7 @@ impl EdgeVectorIndex {
             let writer = inner.write_lock();
             let shard = inner.shard();
             inner.dirty.store(true, Ordering::Release);
-            inner.unoptimized.store(false, Ordering::Release);
+            inner.writes().unoptimized_since = None;
             let changed = shard.optimize().map_err(backend)?;
             // A rewrite may have created segments the indexes are missing on.
             ensure_payload_indexes(&shard)?;
@@ -311,19 +325,28 @@ impl EdgeVectorIndex {
         &self,
         quiet: std::time::Duration,
     ) -> Result<bool, VectorIndexError> {
-        let idle = self
-            .inner
-            .last_write
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .elapsed()
-            >= quiet;
-        if !idle || !self.inner.unoptimized.load(Ordering::Acquire) {
+        let due = {
+            let writes = self.inner.writes();
+            writes.unoptimized_since.is_some() && writes.last.elapsed() >= quiet
+        };
+        if !due {
             return Ok(false);
         }
         self.optimize().await?;
         VectorIndex::flush(self).await?;
         Ok(true)
+    }
+
+    /// How long the index has held writes no optimisation has taken in
+    /// (since it was opened, when it has not been optimised since): dense
+    /// search scans what they wrote. None once optimised after the last
+    /// write. The server optimises only a quiet index, so under a load
+    /// that never pauses this only grows; `/metrics` reports it.
+    pub fn unoptimized_for(&self) -> Option<std::time::Duration> {
+        self.inner
+            .writes()
+            .unoptimized_since
+            .map(|since| since.elapsed())
     }
 
     /// Engine-level numbers for metrics and tests: segments, points
@@ -895,8 +918,12 @@ impl Inner {
         operation: UpdateOperation,
     ) -> Result<(), VectorIndexError> {
         self.dirty.store(true, Ordering::Release);
-        self.unoptimized.store(true, Ordering::Release);
-        *self.last_write.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
+        {
+            let now = std::time::Instant::now();
+            let mut writes = self.writes();
+            writes.last = now;
+            writes.unoptimized_since.get_or_insert(now);
+        }
         self.shard().update(operation).map_err(backend)?;
         if self.durable_writes.load(Ordering::Relaxed) {
             self.flush_locked(writer)?;

@@ -281,9 +281,22 @@ async fn an_idle_index_is_optimised_and_flushed_once_per_quiet_spell() {
         .optimize_if_idle(Duration::from_secs(3600))
         .await
         .unwrap());
+    // Unoptimised since it was opened, the write included.
+    let waited = index.unoptimized_for().expect("written, not optimised");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(index.unoptimized_for().unwrap() >= waited + Duration::from_millis(20));
     assert!(index.optimize_if_idle(Duration::ZERO).await.unwrap());
+    assert_eq!(index.unoptimized_for(), None);
     // Nothing written since: nothing to do.
     assert!(!index.optimize_if_idle(Duration::ZERO).await.unwrap());
+    // A write starts the wait again, from itself.
+    let before = std::time::Instant::now();
+    index
+        .upsert(&t, vec![point(&t, &s, "another", axis(DIMENSION, 1))])
+        .await
+        .unwrap();
+    assert!(index.unoptimized_for().unwrap() <= before.elapsed());
+    assert!(index.optimize_if_idle(Duration::ZERO).await.unwrap());
 
     // It flushed: a crash now keeps the point.
     crash_image(&live, &dir.path().join("after-crash"));

@@ -29,6 +29,14 @@ pub trait Readiness: Send + Sync + 'static {
     async fn check(&self) -> Result<(), Box<dyn std::error::Error + Send + Sync>>;
 }
 
+/// The embedded vector index of a process, for `/metrics` (a Qdrant
+/// server optimises itself and reports its own).
+pub trait IndexStatus: Send + Sync + 'static {
+    /// How long writes have waited for an optimisation; None when the
+    /// index was optimised after the last write.
+    fn unoptimized_for(&self) -> Option<std::time::Duration>;
+}
+
 /// What the health endpoints read.
 pub struct Health {
     pub database: Arc<dyn Readiness>,
@@ -38,6 +46,8 @@ pub struct Health {
     /// because `auto` may have fallen back to lexical search, which an
     /// operator should not have to find in the start-up log.
     pub embedder: Option<EmbedderStatus>,
+    /// The embedded vector index of a process that has one.
+    pub index: Option<Arc<dyn IndexStatus>>,
 }
 
 /// Routes `/healthz`, `/readyz` and `/metrics` (the app registers
@@ -166,6 +176,13 @@ async fn metrics_endpoint(
     metrics
         .degraded
         .set(i64::from(!reading.degraded.is_empty()));
+    if let Some(index) = &health.index {
+        metrics.vector_index_unoptimized_seconds.set(
+            index
+                .unoptimized_for()
+                .map_or(0.0, |waited| waited.as_secs_f64()),
+        );
+    }
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
         .body(metrics.render())
