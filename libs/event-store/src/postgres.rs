@@ -247,6 +247,18 @@ impl PostgresEventStore {
     }
 }
 
+/// The non-negative integer in the first column of a one-row answer (a
+/// sum or a count; 0 without a row).
+fn first_count(rows: &[PgRow]) -> Result<u64, EventStoreError> {
+    let value: i64 = rows
+        .first()
+        .map(|row| row.try_get(0))
+        .transpose()
+        .map_err(backend)?
+        .unwrap_or(0);
+    Ok(value.max(0) as u64)
+}
+
 /// One stream's part of an append, inside the caller's transaction (its
 /// advisory lock held): the idempotency and version checks, then the
 /// inserts.
@@ -671,13 +683,7 @@ impl EventStore for PostgresEventStore {
                 .bind(tenant.as_str()),
             )
             .await?;
-        let bytes: i64 = rows
-            .first()
-            .map(|row| row.try_get(0))
-            .transpose()
-            .map_err(backend)?
-            .unwrap_or(0);
-        Ok(bytes.max(0) as u64)
+        first_count(&rows)
     }
 
     async fn count_since(
@@ -703,13 +709,7 @@ impl EventStore for PostgresEventStore {
                 .bind(since),
             )
             .await?;
-        let count: i64 = rows
-            .first()
-            .map(|row| row.try_get(0))
-            .transpose()
-            .map_err(backend)?
-            .unwrap_or(0);
-        Ok(count.max(0) as u64)
+        first_count(&rows)
     }
 
     async fn wait_for_append(&self, after_position: i64, timeout: Duration) {

@@ -267,9 +267,12 @@ impl EdgeVectorIndex {
                 // Opening re-applies payload indexes: flush once for them.
                 dirty: AtomicBool::new(true),
                 // What was on disk may never have been optimised.
-                writes: Mutex::new(Writes {
-                    last: std::time::Instant::now(),
-                    unoptimized_since: Some(std::time::Instant::now()),
+                writes: Mutex::new({
+                    let now = std::time::Instant::now();
+                    Writes {
+                        last: now,
+                        unoptimized_since: Some(now),
+                    }
                 }),
             }),
         })
