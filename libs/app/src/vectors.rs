@@ -95,8 +95,9 @@ pub async fn open_vector_index(
     }
     // The projections flush once per run of records, before they commit
     // its offsets (`EventHandler::flush`); an erasure's purge and the
-    // shutdown flush too. A durable write per point would cost a rewrite
-    // of every segment per point (see `set_durable_writes`).
+    // shutdown flush too. A durable write per point would cost a sync of
+    // the WAL and of the written segment per point (see
+    // `set_durable_writes`).
     index.set_durable_writes(false);
     for removed in collections.remove_stale(&opening.name)? {
         tracing::info!(collection = %removed, "removed a vector collection no longer served");
@@ -182,8 +183,9 @@ pub const OPTIMIZE_WHEN_QUIET: std::time::Duration = std::time::Duration::from_s
 
 /// Optimises the embedded index whenever it has been written and then left
 /// quiet for [`OPTIMIZE_WHEN_QUIET`]: merged segments and HNSW graphs, so
-/// dense search is not a scan of plain segments until a reindex. Writes
-/// wait while it runs (seconds at 10k points); searches do not.
+/// dense search is not a scan of plain segments until a reindex. A write
+/// that comes meanwhile stops it (it is tried again at the next quiet
+/// spell), so writes do not wait for it; searches never do.
 pub async fn optimize_when_idle(index: Arc<EdgeVectorIndex>) {
     loop {
         tokio::time::sleep(OPTIMIZE_WHEN_QUIET).await;

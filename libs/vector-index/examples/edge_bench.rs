@@ -221,6 +221,7 @@ async fn bench(size: usize, queries: usize) {
         size as u64 / SUBJECTS
     );
     measure(&index, &tenant, &mut rng, &words, queries, Some(&subject)).await;
+    give_way(&index, &tenant, &subject, &mut rng, &words).await;
     purge(&index, &tenant, "subject-3", "plain segments").await;
 
     let started = Instant::now();
@@ -279,6 +280,57 @@ async fn bench(size: usize, queries: usize) {
         "  disk: {:.0} MiB allocated ({:.0} MiB apparent), {wal_files} WAL files",
         allocated as f64 / 1_048_576.0,
         apparent as f64 / 1_048_576.0
+    );
+}
+
+/// A write that comes while the server's idle optimisation runs: how long
+/// it waited (the optimisation gives way to it).
+async fn give_way(
+    index: &EdgeVectorIndex,
+    tenant: &TenantId,
+    subject: &SubjectId,
+    rng: &mut Rng,
+    words: &[String],
+) {
+    let optimiser = {
+        let index = index.clone();
+        tokio::spawn(async move { index.optimize_if_idle(Duration::ZERO).await })
+    };
+    while !index.optimising() {
+        if optimiser.is_finished() {
+            println!("  the idle optimisation had nothing to do");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // Well into the optimisation.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let point = Point {
+        id: MemoryId::new(),
+        dense: rng.unit_vector(),
+        text: text(rng, words, 8),
+        payload: PointPayload {
+            tenant: tenant.clone(),
+            subject: subject.clone(),
+            point_type: mnemo_vector_index::PointType::Memory,
+            kind: MemoryKind::Fact,
+            tags: vec![],
+            state: MemoryState::Active,
+            session: None,
+            agent: None,
+            created_at: 1_800_000_000,
+            updated_at: 1_800_000_000,
+            importance: 0.5,
+        },
+    };
+    let started = Instant::now();
+    index.upsert(tenant, vec![point]).await.unwrap();
+    let waited = started.elapsed();
+    let finished = optimiser.await.unwrap().unwrap();
+    println!(
+        "  a write during the idle optimisation waited {:.1} ms (the optimisation {})",
+        millis(waited),
+        if finished { "had finished" } else { "gave way" }
     );
 }
 

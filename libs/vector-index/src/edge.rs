@@ -22,8 +22,8 @@ use std::io::Write as _;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, TryLockError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -31,11 +31,11 @@ use mnemo_domain::{MemoryId, SubjectId, TenantId};
 use qdrant_edge::bm25_embed::EdgeBm25;
 use qdrant_edge::{
     CountRequest, CreateIndex, Distance, EdgeConfig, EdgeShard, EdgeSparseVectorParams,
-    EdgeVectorParams, FieldIndexOperations, Filter, JsonPath, Modifier, NamedQuery, Payload,
-    PayloadFieldSchema, PayloadOps, PointId, PointInsertOperations, PointOperations, PointStruct,
-    QueryEnum, QueryRequest, Record, ScoredPoint, ScoringQuery, ScrollRequest, SetPayloadOp,
-    SparseVector, UpdateOperation, Vector, VectorInternal, VectorStructInternal, Vectors,
-    WithPayloadInterface, WithVector,
+    EdgeVectorParams, FieldIndexOperations, Filter, JsonPath, Modifier, NamedQuery, OperationError,
+    Payload, PayloadFieldSchema, PayloadOps, PointId, PointInsertOperations, PointOperations,
+    PointStruct, QueryEnum, QueryRequest, Record, ScoredPoint, ScoringQuery, ScrollRequest,
+    SetPayloadOp, SparseVector, UpdateOperation, Vector, VectorInternal, VectorStructInternal,
+    Vectors, WithPayloadInterface, WithVector,
 };
 use serde_json::{json, Value};
 use tracing::{debug, info};
@@ -123,11 +123,19 @@ struct Inner {
     dir: PathBuf,
     /// Serialises writes, flushes, optimisation and purges; guards no data.
     writer: Mutex<()>,
+    /// Set by whoever finds the writer lock taken: an idle optimisation
+    /// holding it stops and gives way (see
+    /// [`EdgeVectorIndex::optimize_if_idle`]).
+    give_way: AtomicBool,
+    /// How many wait for the writer lock: an idle optimisation does not
+    /// start while anyone does.
+    waiting: AtomicUsize,
+    /// An optimisation is running.
+    optimising: AtomicBool,
     /// Flush after every write (see [`EdgeVectorIndex::set_durable_writes`]).
     durable_writes: AtomicBool,
-    /// Something changed since the last flush. The engine's flush rewrites
-    /// every segment whether it changed or not (hundreds of ms on a large
-    /// optimised shard), so a flush with nothing new is skipped.
+    /// Something changed since the last flush: a flush with nothing new
+    /// skips the engine, whose flush still syncs its WAL.
     dirty: AtomicBool,
     /// When writes were applied, for [`EdgeVectorIndex::optimize_if_idle`]
     /// and [`EdgeVectorIndex::unoptimized_for`].
@@ -200,9 +208,52 @@ impl Inner {
     fn write_lock(&self) -> MutexGuard<'_, ()> {
         // The mutex protects no data, so a panic while holding it leaves
         // nothing inconsistent behind: ignore poisoning.
-        self.writer
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        match self.writer.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                // Counted before asking: an idle optimisation that takes the
+                // lock after this line sees the count, one that took it
+                // before sees the request (it clears the request first).
+                self.waiting.fetch_add(1, Ordering::SeqCst);
+                self.give_way.store(true, Ordering::SeqCst);
+                let guard = self
+                    .writer
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                self.waiting.fetch_sub(1, Ordering::SeqCst);
+                guard
+            }
+        }
+    }
+
+    /// Runs the engine's optimisers (see [`EdgeVectorIndex::optimize`]);
+    /// None when `stop` was set before they were done, which leaves the
+    /// segments of the unfinished optimisation as they were.
+    fn optimise(
+        &self,
+        writer: &MutexGuard<'_, ()>,
+        stop: &AtomicBool,
+    ) -> Result<Option<bool>, VectorIndexError> {
+        let shard = self.shard();
+        self.dirty.store(true, Ordering::Release);
+        self.optimising.store(true, Ordering::Release);
+        let outcome = shard.optimize_until(stop);
+        self.optimising.store(false, Ordering::Release);
+        // A rewrite may have created segments the indexes are missing on; so
+        // may a stopped one (the segment it gave writes).
+        ensure_payload_indexes(&shard)?;
+        let changed = match outcome {
+            Ok(changed) => changed,
+            Err(OperationError::Cancelled { .. }) => return Ok(None),
+            Err(error) => return Err(backend(error)),
+        };
+        // No write can have come in meanwhile: the caller holds the lock.
+        self.writes().unoptimized_since = None;
+        if self.durable_writes.load(Ordering::Relaxed) {
+            self.flush_locked(writer)?;
+        }
+        Ok(Some(changed))
     }
 
     /// The shard served now. A write holds the writer lock, under which the
@@ -263,6 +314,9 @@ impl EdgeVectorIndex {
                 dimension,
                 dir: dir.to_path_buf(),
                 writer: Mutex::new(()),
+                give_way: AtomicBool::new(false),
+                waiting: AtomicUsize::new(0),
+                optimising: AtomicBool::new(false),
                 durable_writes: AtomicBool::new(true),
                 // Opening re-applies payload indexes: flush once for them.
                 dirty: AtomicBool::new(true),
@@ -284,10 +338,11 @@ impl EdgeVectorIndex {
     /// projection that has already committed its consumer offset would never
     /// see that event again.
     ///
-    /// The engine's flush rewrites every segment, so its cost grows with the
-    /// shard: about 13 ms at 10k points, about 200 ms at 100k after
-    /// [`optimize`](Self::optimize) (384-d, release build). A consumer that
-    /// writes many points per offset commit should switch this off and call
+    /// The engine's flush syncs its WAL and every segment written since the
+    /// last flush: a durable write of one point costs about 6 ms (p50,
+    /// 384-d, release build, at 10k and at 100k optimised points; 7–8 ms
+    /// when 0.7.0 rewrote every segment). A consumer that writes many
+    /// points per offset commit should switch this off and call
     /// [`VectorIndex::flush`] before each commit; so should a reindex.
     pub fn set_durable_writes(&self, durable: bool) {
         self.inner.durable_writes.store(durable, Ordering::Relaxed);
@@ -297,7 +352,8 @@ impl EdgeVectorIndex {
     /// merges segments, builds HNSW graphs once a segment passes the
     /// indexing threshold, and vacuums segments with enough deleted points
     /// (20% by default). Slow: about 3 s for 10k and 3 min for 100k 384-d
-    /// points on 2 cores. Run it when idle or after a reindex. Writes wait
+    /// points on 2 cores. Run it after a reindex; the server runs
+    /// [`optimize_if_idle`](Self::optimize_if_idle) instead. Writes wait
     /// while it runs; searches do not. Returns whether anything changed.
     ///
     /// It is not an erasure tool: a vacuum only happens above the threshold,
@@ -306,16 +362,9 @@ impl EdgeVectorIndex {
     pub async fn optimize(&self) -> Result<bool, VectorIndexError> {
         self.blocking(|inner| {
             let writer = inner.write_lock();
-            let shard = inner.shard();
-            inner.dirty.store(true, Ordering::Release);
-            inner.writes().unoptimized_since = None;
-            let changed = shard.optimize().map_err(backend)?;
-            // A rewrite may have created segments the indexes are missing on.
-            ensure_payload_indexes(&shard)?;
-            if inner.durable_writes.load(Ordering::Relaxed) {
-                inner.flush_locked(&writer)?;
-            }
-            Ok(changed)
+            inner
+                .optimise(&writer, &AtomicBool::new(false))?
+                .ok_or_else(|| backend("the optimisation was cancelled by the engine"))
         })
         .await
     }
@@ -323,7 +372,17 @@ impl EdgeVectorIndex {
     /// Optimises (then flushes) when something was written since the last
     /// optimisation and nothing for `quiet`: the server calls it in the
     /// background, so dense search does not stay a scan of plain segments
-    /// until a reindex. Returns whether it ran.
+    /// until a reindex. Returns whether it ran to its end.
+    ///
+    /// It gives way to writes: it does not start while one waits, and a
+    /// write (or a flush, or a purge) that comes while it runs stops it, so
+    /// the write waits milliseconds, not the minutes an optimisation of
+    /// 100k points takes. What it had not finished is tried again at the
+    /// next quiet spell; the engine puts the segments it was rewriting back
+    /// as they were. The optimisation holds the writer lock rather than
+    /// letting writes run beside it because the engine keeps a write made
+    /// meanwhile to a point of a segment being rewritten in memory only,
+    /// until the rewrite ends, and does not replay its WAL after a crash.
     pub async fn optimize_if_idle(
         &self,
         quiet: std::time::Duration,
@@ -335,9 +394,38 @@ impl EdgeVectorIndex {
         if !due {
             return Ok(false);
         }
-        self.optimize().await?;
-        VectorIndex::flush(self).await?;
-        Ok(true)
+        self.blocking(|inner| {
+            // Cleared before the lock is tried: a request made after this
+            // stops the optimisation; one made before comes with a count.
+            inner.give_way.store(false, Ordering::SeqCst);
+            let writer = match inner.writer.try_lock() {
+                Ok(guard) => guard,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => return Ok(false),
+            };
+            if inner.waiting.load(Ordering::SeqCst) > 0 {
+                return Ok(false);
+            }
+            let started = Instant::now();
+            let finished = inner.optimise(&writer, &inner.give_way)?;
+            // Flushed whatever the durability setting: the idle spell is
+            // the time for it.
+            inner.flush_locked(&writer)?;
+            if finished.is_none() {
+                info!(
+                    dir = %inner.dir.display(),
+                    after_ms = started.elapsed().as_millis() as u64,
+                    "idle optimisation gave way to a write"
+                );
+            }
+            Ok(finished.is_some())
+        })
+        .await
+    }
+
+    /// Whether an optimisation is running now.
+    pub fn optimising(&self) -> bool {
+        self.inner.optimising.load(Ordering::Acquire)
     }
 
     /// How long the index has held writes no optimisation has taken in

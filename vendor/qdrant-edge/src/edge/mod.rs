@@ -174,10 +174,14 @@ impl EdgeShard {
             .flush()
             .expect("WAL flushed");
 
+        // mnemo: `force: false` flushes only the segments written since
+        // their last flush. 0.7.0 forced every segment, so a write of one
+        // point rewrote the state of every optimised segment too, at a cost
+        // that grew with the shard (see vendor/README.md).
         self.segments
             .try_read()
             .expect("segment holder lock acquired")
-            .flush_all(true, true)
+            .flush_all(true, false)
             .expect("segments flushed");
     }
 }

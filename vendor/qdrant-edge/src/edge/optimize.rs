@@ -24,8 +24,15 @@ impl EdgeShard {
     ///
     /// This is synchronous and does not spawn background optimization workers.
     pub fn optimize(&self) -> OperationResult<bool> {
+        self.optimize_until(&AtomicBool::new(false))
+    }
+
+    /// mnemo: [`Self::optimize`] that stops, with `OperationError::Cancelled`,
+    /// soon after `stopped` is set: the optimisers check it as they go and
+    /// put the segments of the optimisation in progress back as they were.
+    /// Optimisations finished before it was set stay done.
+    pub fn optimize_until(&self, stopped: &AtomicBool) -> OperationResult<bool> {
         let optimizers = self.build_blocking_optimizers();
-        let stopped = AtomicBool::new(false);
         let mut optimized_any = false;
 
         loop {
@@ -59,7 +66,7 @@ impl EdgeShard {
                     Uuid::new_v4(),
                     permit,
                     budget,
-                    &stopped,
+                    stopped,
                     progress,
                     Box::new(|| ()),
                 )?;
