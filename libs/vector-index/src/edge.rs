@@ -727,10 +727,10 @@ fn copy_live_points(former: &EdgeShard, path: &Path) -> Result<(Shard, u64), Vec
             None => break,
         }
     }
-    if former.info().indexed_vectors_count > 0 {
-        shard.optimize().map_err(backend)?;
-        ensure_payload_indexes(&shard)?;
-    }
+    // Not optimised here: that would hold writes for as long as the HNSW
+    // build takes (minutes at 100k points). The purge marks the index
+    // unoptimised and the idle optimisation, which gives way to writes,
+    // builds the graphs.
     flush_shard(&shard)?;
     let expected = count_all(former)?;
     let found = count_all(&shard)?;
@@ -1038,7 +1038,8 @@ impl Inner {
     /// makes it the served one, and deletes the former shard with its WAL
     /// and segments (see the module docs for the layout and its commit
     /// point). Writes wait meanwhile; reads go on, on the former shard until
-    /// the swap and on the new one after.
+    /// the swap and on the new one after. The copy's points are in plain
+    /// segments until the idle optimisation builds their graphs.
     fn purge_deleted(&self) -> Result<Purge, VectorIndexError> {
         let started = Instant::now();
         let _writer = self.write_lock();
@@ -1069,6 +1070,10 @@ impl Inner {
         );
         // Everything the former shard held is flushed in the new one.
         self.dirty.store(false, Ordering::Release);
+        // Its points are in plain segments.
+        self.writes()
+            .unoptimized_since
+            .get_or_insert_with(Instant::now);
         let former = sole_owner(former);
         let former_path = former.path.clone();
         drop(former);
