@@ -244,24 +244,7 @@ async fn bench(size: usize, queries: usize) {
         index.set_durable_writes(durable);
         let mut writes = Vec::new();
         for n in 0..50u64 {
-            let point = Point {
-                id: MemoryId::new(),
-                dense: rng.unit_vector(),
-                text: text(&mut rng, &words, 8),
-                payload: PointPayload {
-                    tenant: tenant.clone(),
-                    subject: subject.clone(),
-                    point_type: mnemo_vector_index::PointType::Memory,
-                    kind: MemoryKind::Fact,
-                    tags: vec![],
-                    state: MemoryState::Active,
-                    session: None,
-                    agent: None,
-                    created_at: 1_800_000_000 + n as i64,
-                    updated_at: 1_800_000_000 + n as i64,
-                    importance: 0.5,
-                },
-            };
+            let point = new_fact(&mut rng, &words, &tenant, &subject, n);
             let started = Instant::now();
             index.upsert(&tenant, vec![point]).await.unwrap();
             writes.push(started.elapsed());
@@ -281,6 +264,34 @@ async fn bench(size: usize, queries: usize) {
         allocated as f64 / 1_048_576.0,
         apparent as f64 / 1_048_576.0
     );
+}
+
+/// The `n`-th memory written one at a time after the index was built.
+fn new_fact(
+    rng: &mut Rng,
+    words: &[String],
+    tenant: &TenantId,
+    subject: &SubjectId,
+    n: u64,
+) -> Point {
+    Point {
+        id: MemoryId::new(),
+        dense: rng.unit_vector(),
+        text: text(rng, words, 8),
+        payload: PointPayload {
+            tenant: tenant.clone(),
+            subject: subject.clone(),
+            point_type: mnemo_vector_index::PointType::Memory,
+            kind: MemoryKind::Fact,
+            tags: vec![],
+            state: MemoryState::Active,
+            session: None,
+            agent: None,
+            created_at: 1_800_000_000 + n as i64,
+            updated_at: 1_800_000_000 + n as i64,
+            importance: 0.5,
+        },
+    }
 }
 
 /// A write that comes while the server's idle optimisation runs: how long
@@ -305,24 +316,7 @@ async fn give_way(
     }
     // Well into the optimisation.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let point = Point {
-        id: MemoryId::new(),
-        dense: rng.unit_vector(),
-        text: text(rng, words, 8),
-        payload: PointPayload {
-            tenant: tenant.clone(),
-            subject: subject.clone(),
-            point_type: mnemo_vector_index::PointType::Memory,
-            kind: MemoryKind::Fact,
-            tags: vec![],
-            state: MemoryState::Active,
-            session: None,
-            agent: None,
-            created_at: 1_800_000_000,
-            updated_at: 1_800_000_000,
-            importance: 0.5,
-        },
-    };
+    let point = new_fact(rng, words, tenant, subject, 0);
     let started = Instant::now();
     index.upsert(tenant, vec![point]).await.unwrap();
     let waited = started.elapsed();
