@@ -49,7 +49,15 @@ async fn large_index(dir: &Path) -> (Arc<EdgeVectorIndex>, TenantId, SubjectId) 
     (index, t, s)
 }
 
-async fn wait_until_optimising(index: &EdgeVectorIndex) {
+/// Starts the server's idle optimisation and returns once it runs; the
+/// handle answers whether it ran to its end.
+async fn idle_optimisation_under_way(
+    index: &Arc<EdgeVectorIndex>,
+) -> tokio::task::JoinHandle<Result<bool, mnemo_vector_index::VectorIndexError>> {
+    let optimiser = {
+        let index = Arc::clone(index);
+        tokio::spawn(async move { index.optimize_if_idle(Duration::ZERO).await })
+    };
     let started = Instant::now();
     while !index.optimising() {
         assert!(
@@ -58,6 +66,7 @@ async fn wait_until_optimising(index: &EdgeVectorIndex) {
         );
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
+    optimiser
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -65,11 +74,7 @@ async fn an_idle_optimisation_gives_way_to_a_write_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (index, t, s) = large_index(dir.path()).await;
 
-    let optimiser = {
-        let index = Arc::clone(&index);
-        tokio::spawn(async move { index.optimize_if_idle(Duration::ZERO).await })
-    };
-    wait_until_optimising(&index).await;
+    let optimiser = idle_optimisation_under_way(&index).await;
     let late = point(&t, &s, "harpsichord lessons", axis(DIMENSION, 3));
     index.upsert(&t, vec![late.clone()]).await.unwrap();
     // Had the write waited for the optimisation, it would have ended.
@@ -99,11 +104,7 @@ async fn an_idle_optimisation_gives_way_to_a_write_and_loses_nothing() {
 async fn a_flush_stops_an_idle_optimisation_too() {
     let dir = tempfile::tempdir().unwrap();
     let (index, t, _) = large_index(dir.path()).await;
-    let optimiser = {
-        let index = Arc::clone(&index);
-        tokio::spawn(async move { index.optimize_if_idle(Duration::ZERO).await })
-    };
-    wait_until_optimising(&index).await;
+    let optimiser = idle_optimisation_under_way(&index).await;
     // What a projection does before it commits its offsets.
     index.flush().await.unwrap();
     assert!(
