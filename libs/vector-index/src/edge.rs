@@ -3,9 +3,10 @@
 //! qdrant-edge 0.7.0 is a synchronous library, so every call runs on
 //! tokio's blocking pool (`spawn_blocking`) with the shard behind an `Arc`.
 //! Reads run concurrently; writes, flushes, optimisation and purges take one
-//! writer lock because the engine's `flush` panics if the WAL or the segment
-//! holder is busy, and because a few writes are check-then-act (an id owned
-//! by another tenant, the count of an erasure, the copy of a purge).
+//! writer lock because a write during the engine's optimisation would be
+//! kept only in memory until it ends (the engine does not replay its WAL),
+//! and because a few writes are check-then-act (an id owned by another tenant,
+//! the count of an erasure, the copy of a purge).
 //!
 //! The engine facts the adapter is built around are on [`EdgeVectorIndex`].
 //!
@@ -35,7 +36,7 @@ use qdrant_edge::{
     Payload, PayloadFieldSchema, PayloadOps, PointId, PointInsertOperations, PointOperations,
     PointStruct, QueryEnum, QueryRequest, Record, ScoredPoint, ScoringQuery, ScrollRequest,
     SetPayloadOp, SparseVector, UpdateOperation, Vector, VectorInternal, VectorStructInternal,
-    Vectors, WithPayloadInterface, WithVector,
+    Vectors, WalOptions, WithPayloadInterface, WithVector,
 };
 use serde_json::{json, Value};
 use tracing::{debug, info};
@@ -92,12 +93,15 @@ const PURGE_BATCH: usize = 512;
 ///   survive a crash. So every write flushes before it returns (see
 ///   [`EdgeVectorIndex::set_durable_writes`]), and dropping the index
 ///   flushes too.
-/// - The WAL is written but never truncated: the shard keeps it private and
-///   never acknowledges it (and an acknowledgement would only drop whole
-///   closed WAL segments), so its files grow with every write and keep
-///   deleted points' payloads and vectors. Nor can it be emptied under a
-///   live shard: a segment ignores an operation numbered below the point's
-///   stored version, and a new WAL numbers from zero again.
+/// - The WAL is written but, in 0.7.0, never truncated, so its files grew
+///   with every write for good. The vendored engine's flush acknowledges
+///   what the segments now hold (as a server's shard does), which drops
+///   whole closed WAL segments: the WAL stays at about three segment files
+///   ([`WAL_SEGMENT_BYTES`] each for a shard this build created). Until a
+///   segment file is dropped it keeps the payloads and vectors written to
+///   it, deleted points' too. Nor can it be emptied under a live shard: a
+///   segment ignores an operation numbered below the point's stored
+///   version, and a new WAL numbers from zero again.
 /// - Nothing optimises in the background. New points go to a plain
 ///   (brute-force) segment until [`EdgeVectorIndex::optimize`] builds HNSW.
 ///   A deleted point is only marked deleted in its segment (its payload,
@@ -357,7 +361,8 @@ impl EdgeVectorIndex {
     /// while it runs; searches do not. Returns whether anything changed.
     ///
     /// It is not an erasure tool: a vacuum only happens above the threshold,
-    /// and the WAL keeps every write (see the type's docs); that is
+    /// and the WAL keeps what was written to its retained segment files
+    /// (see the type's docs); that is
     /// [`VectorIndex::purge_deleted`]'s job.
     pub async fn optimize(&self) -> Result<bool, VectorIndexError> {
         self.blocking(|inner| {
@@ -480,8 +485,20 @@ fn backend(error: impl std::fmt::Display) -> VectorIndexError {
     VectorIndexError::Backend(error.to_string())
 }
 
+/// The size of a WAL segment file of a shard this build creates. The
+/// engine preallocates the open segment and the next one and, once a flush
+/// has acknowledged the writes, keeps one closed segment beside them: the
+/// WAL holds about three times this on disk whatever the shard's size. The
+/// engine's default is 32 MiB, sized for a server's shard; a record larger
+/// than this (a batch of points) gets a segment of its own size.
+pub const WAL_SEGMENT_BYTES: usize = 8 * 1024 * 1024;
+
 pub(crate) fn shard_config(dimension: usize) -> EdgeConfig {
     EdgeConfig::builder()
+        .wal_options(WalOptions {
+            segment_capacity: WAL_SEGMENT_BYTES,
+            ..WalOptions::default()
+        })
         .vector(
             DENSE,
             EdgeVectorParams::builder(dimension, Distance::Cosine).build(),

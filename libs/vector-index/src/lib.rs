@@ -52,7 +52,7 @@ mod settings;
 pub mod testsuite;
 
 #[cfg(feature = "edge")]
-pub use edge::{EdgeStats, EdgeVectorIndex};
+pub use edge::{EdgeStats, EdgeVectorIndex, WAL_SEGMENT_BYTES as EDGE_WAL_SEGMENT_BYTES};
 #[cfg(feature = "qdrant")]
 pub use qdrant::QdrantVectorIndex;
 pub use settings::QdrantSettings;

@@ -290,6 +290,12 @@ impl<R: DeserializeOwned + Serialize> SerdeWal<R> {
         self.wal.last_index()
     }
 
+    /// mnemo: the WAL's segment files, closed and open, so a caller can
+    /// tell when an acknowledgement would drop one.
+    pub fn num_segments(&self) -> usize {
+        self.wal.num_segments()
+    }
+
     pub fn segment_capacity(&self) -> usize {
         self.options.segment_capacity
     }

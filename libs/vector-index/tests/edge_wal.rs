@@ -1,0 +1,113 @@
+//! The embedded engine's write-ahead log stays the size of three segment
+//! files however much is written: a flush acknowledges what the segments
+//! now hold, and the WAL drops its older segment files. (The engine does
+//! not replay its WAL when a shard is loaded, so what it drops was never
+//! read again.)
+#![cfg(feature = "edge")]
+
+use std::path::{Path, PathBuf};
+
+use mnemo_vector_index::testsuite::{point, semantic, subject, tenant, vector};
+use mnemo_vector_index::{
+    EdgeVectorIndex, VectorIndex, EDGE_WAL_SEGMENT_BYTES as WAL_SEGMENT_BYTES,
+};
+
+/// Wide vectors, so a few thousand points write megabytes of WAL records.
+const DIMENSION: usize = 1536;
+/// Points written one batch at a time, each batch flushed as the
+/// projections flush.
+const BATCH: usize = 100;
+/// Enough points for their dense vectors alone (4 bytes a dimension, more
+/// in the WAL's CBOR records) to fill five WAL segment files.
+const POINTS: usize = 5 * WAL_SEGMENT_BYTES / (DIMENSION * 4) / BATCH * BATCH;
+
+/// A deterministic unit vector per point, so the vectors do not compress
+/// into anything the WAL could write smaller.
+fn spread(seed: usize) -> Vec<f32> {
+    let mut state = (seed as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let axes: Vec<(usize, f32)> = (0..DIMENSION)
+        .map(|axis| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (axis, (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
+        })
+        .collect();
+    vector(DIMENSION, &axes)
+}
+
+/// The WAL segment files under `dir` (`open-N`, `closed-N`) with their sizes.
+fn wal_segments(dir: &Path) -> Vec<(String, u64)> {
+    let mut found = Vec::new();
+    let mut pending: Vec<PathBuf> = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                pending.push(path);
+            } else if next.file_name().is_some_and(|n| n == "wal")
+                && (name.starts_with("open-") || name.starts_with("closed-"))
+            {
+                found.push((name, entry.metadata().unwrap().len()));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wal_keeps_three_segment_files_whatever_was_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = tenant("t1");
+    let s = subject("s1");
+    let mut first = None;
+    {
+        let index = EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap();
+        index.set_durable_writes(false);
+        for batch in 0..POINTS / BATCH {
+            let points: Vec<_> = (batch * BATCH..(batch + 1) * BATCH)
+                .map(|n| point(&t, &s, &format!("note {n}"), spread(n)))
+                .collect();
+            first = first.or(Some(points[0].id));
+            index.upsert(&t, points).await.unwrap();
+            index.flush().await.unwrap();
+        }
+
+        // The open segment, the next one (created ahead), and the closed
+        // one the WAL retains.
+        let segments = wal_segments(dir.path());
+        let closed = segments
+            .iter()
+            .filter(|(name, _)| name.starts_with("closed-"))
+            .count();
+        assert!(
+            closed <= 1,
+            "the WAL kept {closed} closed segment files: {segments:?}"
+        );
+        let bytes: u64 = segments.iter().map(|(_, size)| size).sum();
+        assert!(
+            bytes <= 3 * WAL_SEGMENT_BYTES as u64,
+            "the WAL holds {bytes} bytes: {segments:?}"
+        );
+        // The writes did fill several segment files: the closed one left
+        // starts past the first record, so the ones before it were dropped.
+        assert!(
+            segments
+                .iter()
+                .any(|(name, _)| name.strip_prefix("closed-").is_some_and(|n| n != "0")),
+            "no WAL segment was closed and dropped: {segments:?}"
+        );
+    }
+
+    // Nothing the segments hold depended on what the WAL dropped.
+    let index = EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap();
+    assert_eq!(index.count(&t, None).await.unwrap(), POINTS as u64);
+    let hits = index.search(&t, &semantic(spread(0))).await.unwrap();
+    assert!(
+        hits.first().is_some_and(|hit| Some(hit.id) == first),
+        "the first point written is not found after a reopen: {hits:?}"
+    );
+}
