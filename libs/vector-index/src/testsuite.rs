@@ -37,6 +37,22 @@ pub fn vector(dimension: usize, axes: &[(usize, f32)]) -> Vec<f32> {
     v.iter().map(|x| x / norm).collect()
 }
 
+/// A deterministic unit vector of `dimension` pseudo-random weights per
+/// seed (xorshift): vectors that spread over the space, as embeddings do,
+/// and that a WAL or a segment cannot store smaller than their size.
+pub fn spread(dimension: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let axes: Vec<(usize, f32)> = (0..dimension)
+        .map(|axis| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (axis, (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
+        })
+        .collect();
+    vector(dimension, &axes)
+}
+
 /// The unit vector along `axis`.
 pub fn axis(dimension: usize, axis: usize) -> Vec<f32> {
     vector(dimension, &[(axis, 1.0)])

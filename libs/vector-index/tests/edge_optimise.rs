@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use mnemo_domain::{SubjectId, TenantId};
-use mnemo_vector_index::testsuite::{axis, keyword, point, subject, tenant, vector};
+use mnemo_vector_index::testsuite::{self, axis, keyword, point, subject, tenant};
 use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
 
 /// Above the engine's indexing threshold (10 MB of vectors): at 384
@@ -18,18 +18,8 @@ use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
 const DIMENSION: usize = 384;
 const POINTS: u64 = 7_500;
 
-/// A cheap deterministic spread of unit vectors.
 fn spread(seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let axes: Vec<(usize, f32)> = (0..DIMENSION)
-        .map(|axis| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (axis, (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
-        })
-        .collect();
-    vector(DIMENSION, &axes)
+    testsuite::spread(DIMENSION, seed)
 }
 
 /// An index past the indexing threshold, written as the server writes

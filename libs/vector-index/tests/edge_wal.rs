@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mnemo_vector_index::testsuite::{point, semantic, subject, tenant, vector};
+use mnemo_vector_index::testsuite::{self, point, semantic, subject, tenant};
 use mnemo_vector_index::{
     EdgeVectorIndex, VectorIndex, EDGE_WAL_SEGMENT_BYTES as WAL_SEGMENT_BYTES,
 };
@@ -21,19 +21,8 @@ const BATCH: usize = 100;
 /// in the WAL's CBOR records) to fill five WAL segment files.
 const POINTS: usize = 5 * WAL_SEGMENT_BYTES / (DIMENSION * 4) / BATCH * BATCH;
 
-/// A deterministic unit vector per point, so the vectors do not compress
-/// into anything the WAL could write smaller.
 fn spread(seed: usize) -> Vec<f32> {
-    let mut state = (seed as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let axes: Vec<(usize, f32)> = (0..DIMENSION)
-        .map(|axis| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (axis, (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
-        })
-        .collect();
-    vector(DIMENSION, &axes)
+    testsuite::spread(DIMENSION, seed as u64)
 }
 
 /// The WAL segment files under `dir` (`open-N`, `closed-N`) with their sizes.
