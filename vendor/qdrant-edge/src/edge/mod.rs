@@ -186,9 +186,9 @@ impl EdgeShard {
         // mnemo: acknowledge what the segments now hold, as a server's shard
         // does after its flush, so the WAL drops its closed segments. 0.7.0
         // never acknowledged, and the WAL kept every write for good (211 MB
-        // after 93k messages' episodes). Only once a segment beyond the retained closed
-        // one exists: an acknowledgement rewrites the WAL's first-index
-        // file, which a flush per write should not pay for.
+        // after 93k messages' episodes). Only once a segment beyond the
+        // retained closed one exists: an acknowledgement rewrites the WAL's
+        // first-index file, which a flush per write should not pay for.
         let mut wal = self.wal.lock();
         if wal.num_segments() > 2 {
             if let Err(err) = wal.ack(persisted) {
