@@ -298,7 +298,7 @@ impl EdgeVectorIndex {
         let shard_path = served_shard_path(dir)?;
         remove_former_shards(dir, &shard_path)?;
         let shard = if shard_path.join(EDGE_CONFIG_FILE).exists() {
-            EdgeShard::load(&shard_path, None).map_err(backend)?
+            load_shard(&shard_path)?
         } else if shard_path == dir {
             EdgeShard::new(dir, shard_config(dimension)).map_err(backend)?
         } else {
@@ -485,20 +485,24 @@ fn backend(error: impl std::fmt::Display) -> VectorIndexError {
     VectorIndexError::Backend(error.to_string())
 }
 
-/// The size of a WAL segment file of a shard this build creates. The
-/// engine preallocates the open segment and the next one and, once a flush
-/// has acknowledged the writes, keeps one closed segment beside them: the
-/// WAL holds about three times this on disk whatever the shard's size. The
+/// The size of a WAL segment file this build creates. The engine
+/// preallocates the open segment and the next one and, once a flush has
+/// acknowledged the writes, keeps one closed segment beside them: the WAL
+/// holds about three times this on disk whatever the shard's size. The
 /// engine's default is 32 MiB, sized for a server's shard; a record larger
 /// than this (a batch of points) gets a segment of its own size.
 pub const WAL_SEGMENT_BYTES: usize = 8 * 1024 * 1024;
 
+fn wal_options() -> WalOptions {
+    WalOptions {
+        segment_capacity: WAL_SEGMENT_BYTES,
+        ..WalOptions::default()
+    }
+}
+
 pub(crate) fn shard_config(dimension: usize) -> EdgeConfig {
     EdgeConfig::builder()
-        .wal_options(WalOptions {
-            segment_capacity: WAL_SEGMENT_BYTES,
-            ..WalOptions::default()
-        })
+        .wal_options(wal_options())
         .vector(
             DENSE,
             EdgeVectorParams::builder(dimension, Distance::Cosine).build(),
@@ -512,6 +516,20 @@ pub(crate) fn shard_config(dimension: usize) -> EdgeConfig {
                 .build(),
         )
         .build()
+}
+
+/// Loads the shard at `path` with its stored settings, except the WAL's:
+/// this build's segment size applies from the next segment file on, so a
+/// shard an older build created (32 MiB segments, the engine's default)
+/// shrinks its WAL without a reindex. The segment files that exist keep
+/// their size until the WAL drops them; the stored settings are rewritten,
+/// and a purge's copy inherits them.
+fn load_shard(path: &Path) -> Result<EdgeShard, VectorIndexError> {
+    let mut config = EdgeConfig::load(path)
+        .ok_or_else(|| VectorIndexError::Corrupt(format!("{} holds no shard", path.display())))?
+        .map_err(backend)?;
+    config.wal_options = Some(wal_options());
+    EdgeShard::load(path, Some(config)).map_err(backend)
 }
 
 fn check_shard_config(shard: &EdgeShard, dimension: usize) -> Result<(), VectorIndexError> {

@@ -2,7 +2,8 @@
 //! files however much is written: a flush acknowledges what the segments
 //! now hold, and the WAL drops its older segment files. (The engine does
 //! not replay its WAL when a shard is loaded, so what it drops was never
-//! read again.)
+//! read again.) A shard an older build created, with larger segments,
+//! takes this build's size for the segment files it creates.
 #![cfg(feature = "edge")]
 
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use mnemo_vector_index::testsuite::{self, point, semantic, subject, tenant};
 use mnemo_vector_index::{
     EdgeVectorIndex, VectorIndex, EDGE_WAL_SEGMENT_BYTES as WAL_SEGMENT_BYTES,
 };
+use qdrant_edge::{EdgeConfig, EdgeShard, WalOptions};
 
 /// Wide vectors, so a few thousand points write megabytes of WAL records.
 const DIMENSION: usize = 1536;
@@ -99,4 +101,67 @@ async fn the_wal_keeps_three_segment_files_whatever_was_written() {
         hits.first().is_some_and(|hit| Some(hit.id) == first),
         "the first point written is not found after a reopen: {hits:?}"
     );
+}
+
+/// A shard an older build created keeps the engine's 32 MiB segments in
+/// its stored settings; opened by this build, the WAL files it creates
+/// from then on are this build's size, without a reindex.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_an_older_build_created_takes_this_builds_wal_segment_size() {
+    let engine_default = WalOptions::default().segment_capacity;
+    assert!(engine_default > WAL_SEGMENT_BYTES);
+    let dir = tempfile::tempdir().unwrap();
+    // What an older build left: the adapter's shard (its marker, its
+    // payload indexes), with the WAL and the stored settings of the
+    // engine's defaults. It holds no point yet, so its WAL holds nothing.
+    drop(EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap());
+    std::fs::remove_dir_all(dir.path().join("wal")).unwrap();
+    let mut older = EdgeConfig::load(dir.path()).unwrap().unwrap();
+    older.wal_options = None;
+    drop(EdgeShard::load(dir.path(), Some(older)).unwrap());
+    let segments = wal_segments(dir.path());
+    assert!(
+        !segments.is_empty()
+            && segments
+                .iter()
+                .all(|(_, size)| *size == engine_default as u64),
+        "not an older build's WAL: {segments:?}"
+    );
+
+    let t = tenant("t1");
+    let s = subject("s1");
+    let index = EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap();
+    index.set_durable_writes(false);
+    let stored = EdgeConfig::load(dir.path()).unwrap().unwrap().wal_options;
+    assert_eq!(stored.map(|o| o.segment_capacity), Some(WAL_SEGMENT_BYTES));
+    // Writes until the WAL creates a segment file, at most three of the
+    // older size's worth: the files it had keep their size, and the first
+    // it creates must be the new size.
+    let bound = 3 * engine_default / (DIMENSION * 4) / BATCH;
+    let mut written = 0;
+    let created = loop {
+        let points: Vec<_> = (written..written + BATCH)
+            .map(|n| point(&t, &s, &format!("note {n}"), spread(n)))
+            .collect();
+        index.upsert(&t, points).await.unwrap();
+        index.flush().await.unwrap();
+        written += BATCH;
+        // A closed segment is the same file renamed (`closed-N`); a file
+        // the WAL created is an `open-N` it did not have.
+        let now = wal_segments(dir.path());
+        if let Some(new) = now.iter().find(|(name, _)| {
+            name.starts_with("open-") && !segments.iter().any(|(had, _)| had == name)
+        }) {
+            break new.clone();
+        }
+        assert!(
+            written < bound * BATCH,
+            "no WAL segment file created after {written} points: {now:?}"
+        );
+    };
+    assert_eq!(
+        created.1, WAL_SEGMENT_BYTES as u64,
+        "the first segment file created after the open: {created:?}"
+    );
+    assert_eq!(index.count(&t, None).await.unwrap(), written as u64);
 }
