@@ -97,9 +97,9 @@ const PURGE_BATCH: usize = 512;
 ///   with every write for good. The vendored engine's flush acknowledges
 ///   what the segments now hold (as a server's shard does), which drops
 ///   whole closed WAL segments: the WAL stays at about three segment files
-///   ([`WAL_SEGMENT_BYTES`] each for a shard this build created). Until a
-///   segment file is dropped it keeps the payloads and vectors written to
-///   it, deleted points' too. Nor can it be emptied under a live shard: a
+///   ([`WAL_SEGMENT_BYTES`] each for every file created since this build
+///   opened the shard, see `load_shard`). Until a segment file is dropped
+///   it keeps the payloads and vectors written to it, deleted points' too. Nor can it be emptied under a live shard: a
 ///   segment ignores an operation numbered below the point's stored
 ///   version, and a new WAL numbers from zero again.
 /// - Nothing optimises in the background. New points go to a plain
