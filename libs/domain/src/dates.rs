@@ -48,7 +48,7 @@ use std::ops::Range;
 use chrono::{Datelike, NaiveDate};
 
 use calendar::Period;
-use scan::{Cursor, Token, Tokens};
+use scan::{Cursor, Kind, Token, Tokens};
 
 /// How precise a resolved date is: what the phrase named, not how long the
 /// range is (`earlier this month` is a month-level date cut at the
@@ -112,8 +112,9 @@ impl ResolvedDate {
 /// A rule reads a phrase forward from the cursor and says what it means.
 type Rule = fn(&mut Cursor<'_>, NaiveDate) -> Option<Period>;
 
-/// Tried at every token; the longest match wins, the first listed on a tie.
-const RULES: &[Rule] = &[
+/// Tried at every token; the longest match wins, the first listed on a
+/// tie (English before Chinese).
+const ENGLISH_RULES: &[Rule] = &[
     english::fixed_day,
     english::deictic,
     english::earlier_this,
@@ -121,6 +122,13 @@ const RULES: &[Rule] = &[
     english::over_the_weekend,
     english::count_relative,
     english::calendar_date,
+];
+
+/// Tried only in a text with a Han character: every phrase they read has
+/// one (年, 月, 天, 周, 前…), and in the texts without one, most of what is
+/// said, they only cost the scan (a third of it, in the load test's
+/// profile).
+const CHINESE_RULES: &[Rule] = &[
     chinese::fixed_day,
     chinese::week,
     chinese::weekend,
@@ -134,10 +142,14 @@ const RULES: &[Rule] = &[
 /// order and without overlap. Vague phrases (`recently`) are not dates.
 pub fn resolve(text: &str, reference: NaiveDate) -> Vec<ResolvedDate> {
     let tokens: Vec<Token<'_>> = Tokens::new(text).collect();
+    let chinese: &[Rule] = match tokens.iter().any(|token| token.kind == Kind::Han) {
+        true => CHINESE_RULES,
+        false => &[],
+    };
     let mut found = Vec::new();
     let mut at = 0;
     while at < tokens.len() {
-        let Some((end, period)) = longest_match(&tokens, at, reference) else {
+        let Some((end, period)) = longest_match(&tokens, at, reference, chinese) else {
             at += 1;
             continue;
         };
@@ -153,9 +165,14 @@ pub fn resolve(text: &str, reference: NaiveDate) -> Vec<ResolvedDate> {
 }
 
 /// The longest phrase starting at token `at`, with the index just past it.
-fn longest_match(tokens: &[Token<'_>], at: usize, reference: NaiveDate) -> Option<(usize, Period)> {
+fn longest_match(
+    tokens: &[Token<'_>],
+    at: usize,
+    reference: NaiveDate,
+    chinese: &[Rule],
+) -> Option<(usize, Period)> {
     let mut best: Option<(usize, Period)> = None;
-    for rule in RULES {
+    for rule in ENGLISH_RULES.iter().chain(chinese) {
         let mut cursor = Cursor::new(tokens, at);
         let Some(period) = rule(&mut cursor, reference) else {
             continue;

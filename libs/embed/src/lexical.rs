@@ -7,8 +7,6 @@
 //! hash function, weights): vectors stored by one release must stay comparable
 //! with queries embedded by the next, so any change needs a new space id.
 
-use std::collections::BTreeMap;
-
 use crate::{l2_normalize, EmbedError, Embedder, EmbeddingSpace};
 
 /// Space id of this embedder; bump the version on any change to features.
@@ -111,46 +109,54 @@ impl Embedder for LexicalEmbedder {
 }
 
 fn embed_text(text: &str, dimension: usize) -> Vec<f32> {
-    // BTreeMap, not HashMap: a fixed iteration order makes the float sums,
-    // and so the vectors, bit-identical across processes.
-    let mut counts: BTreeMap<(Namespace, String), u32> = BTreeMap::new();
-    for token in tokenize(text) {
+    let tokens = tokenize(text);
+    let mut features: Vec<(Namespace, Feature<'_>)> = Vec::new();
+    for token in &tokens {
         match token {
             Token::Word(word) => {
                 let marked: Vec<char> = std::iter::once('^')
                     .chain(word.chars())
                     .chain(std::iter::once('$'))
                     .collect();
-                for trigram in marked.windows(3) {
-                    *counts
-                        .entry((Namespace::Trigram, trigram.iter().collect()))
-                        .or_default() += 1;
-                }
-                *counts.entry((Namespace::Word, word)).or_default() += 1;
+                features.extend(
+                    marked
+                        .windows(3)
+                        .map(|trigram| (Namespace::Trigram, Feature::gram(trigram))),
+                );
+                features.push((Namespace::Word, Feature::Word(word)));
             }
             Token::CjkRun(chars) => {
-                for c in &chars {
-                    *counts
-                        .entry((Namespace::CjkUnigram, c.to_string()))
-                        .or_default() += 1;
-                }
-                for pair in chars.windows(2) {
-                    *counts
-                        .entry((Namespace::CjkBigram, pair.iter().collect()))
-                        .or_default() += 1;
-                }
+                features.extend(chars.iter().map(|c| {
+                    (
+                        Namespace::CjkUnigram,
+                        Feature::gram(std::slice::from_ref(c)),
+                    )
+                }));
+                features.extend(
+                    chars
+                        .windows(2)
+                        .map(|pair| (Namespace::CjkBigram, Feature::gram(pair))),
+                );
             }
         }
     }
-    if counts.is_empty() {
-        counts.insert((Namespace::Empty, String::new()), 1);
+    if features.is_empty() {
+        features.push((Namespace::Empty, Feature::Word("")));
     }
+    // Summed in the order of (namespace, feature text), each distinct
+    // feature once with its count: a fixed order makes the float sums, and
+    // so the vectors, bit-identical across processes. (A sorted list, not
+    // a map of owned strings: one allocation a text, not one a feature.)
+    features.sort_unstable();
+    let counts = features
+        .chunk_by(|a, b| a == b)
+        .map(|run| (run[0], run.len() as u32));
 
     let mut vector = vec![0.0f32; dimension];
     for ((namespace, feature), count) in counts {
         // Sublinear tf: a word said five times is not five times the topic.
         let value = namespace.weight() * (1.0 + (count as f32).ln());
-        let hash = fnv1a64(namespace.tag(), feature.as_bytes());
+        let hash = fnv1a64(namespace.tag(), feature.bytes());
         // Signed hashing: collisions cancel out in expectation instead of
         // piling up, which keeps inner products unbiased.
         let sign = if hash >> 63 == 1 { -1.0 } else { 1.0 };
@@ -165,6 +171,58 @@ fn embed_text(text: &str, dimension: usize) -> Vec<f32> {
         vector[(hash % dimension as u64) as usize] = 1.0;
     }
     vector
+}
+
+/// A feature's text: a word, borrowed from its token, or an n-gram of at
+/// most three characters, held inline. Ordered by its UTF-8 bytes, as the
+/// `String` it stands for.
+#[derive(Debug, Clone, Copy)]
+enum Feature<'a> {
+    Word(&'a str),
+    Gram { bytes: [u8; 12], len: u8 },
+}
+
+impl<'a> Feature<'a> {
+    /// # Panics
+    /// With more than three characters (the n-grams are at most trigrams).
+    fn gram(chars: &[char]) -> Self {
+        let mut bytes = [0u8; 12];
+        let mut len = 0;
+        for c in chars {
+            len += c.encode_utf8(&mut bytes[len..]).len();
+        }
+        Feature::Gram {
+            bytes,
+            len: len as u8,
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Feature::Word(word) => word.as_bytes(),
+            Feature::Gram { bytes, len } => &bytes[..usize::from(*len)],
+        }
+    }
+}
+
+impl PartialEq for Feature<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+impl Eq for Feature<'_> {}
+
+impl PartialOrd for Feature<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Feature<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.bytes().cmp(other.bytes())
+    }
 }
 
 /// 64-bit FNV-1a: tiny, specified, and stable across platforms and Rust
@@ -290,6 +348,78 @@ mod tests {
         1046, 0, 1046, 0, 0, 0, 1046, -2091, -2091, 2091, 0, 0, 0, 1149, -5632, 0, 0, -2091, -2816,
         0, -1046, 0, 1046, 0, -2091, 0, -1046, -2091, 725, -1046, -725, -4907,
     ];
+
+    /// The vector as the first release computed it: a map from each
+    /// (namespace, feature text) to its count, summed in the map's order.
+    fn embed_text_with_a_map(text: &str, dimension: usize) -> Vec<f32> {
+        let mut counts: std::collections::BTreeMap<(Namespace, String), u32> =
+            std::collections::BTreeMap::new();
+        for token in tokenize(text) {
+            match token {
+                Token::Word(word) => {
+                    let marked: Vec<char> = std::iter::once('^')
+                        .chain(word.chars())
+                        .chain(std::iter::once('$'))
+                        .collect();
+                    for trigram in marked.windows(3) {
+                        *counts
+                            .entry((Namespace::Trigram, trigram.iter().collect()))
+                            .or_default() += 1;
+                    }
+                    *counts.entry((Namespace::Word, word)).or_default() += 1;
+                }
+                Token::CjkRun(chars) => {
+                    for c in &chars {
+                        *counts
+                            .entry((Namespace::CjkUnigram, c.to_string()))
+                            .or_default() += 1;
+                    }
+                    for pair in chars.windows(2) {
+                        *counts
+                            .entry((Namespace::CjkBigram, pair.iter().collect()))
+                            .or_default() += 1;
+                    }
+                }
+            }
+        }
+        if counts.is_empty() {
+            counts.insert((Namespace::Empty, String::new()), 1);
+        }
+        let mut vector = vec![0.0f32; dimension];
+        for ((namespace, feature), count) in counts {
+            let value = namespace.weight() * (1.0 + (count as f32).ln());
+            let hash = fnv1a64(namespace.tag(), feature.as_bytes());
+            let sign = if hash >> 63 == 1 { -1.0 } else { 1.0 };
+            vector[(hash % dimension as u64) as usize] += sign * value;
+        }
+        if !l2_normalize(&mut vector) {
+            vector.iter_mut().for_each(|x| *x = 0.0);
+            let hash = fnv1a64(Namespace::Empty.tag(), b"");
+            vector[(hash % dimension as u64) as usize] = 1.0;
+        }
+        vector
+    }
+
+    proptest::proptest! {
+        /// Bit for bit, not within a tolerance: a stored vector and a
+        /// query vector of the same text must be equal.
+        #[test]
+        fn vectors_are_bit_identical_to_the_map_of_the_first_release(
+            text in proptest::prop_oneof![
+                proptest::prelude::any::<String>(),
+                "[a-zA-Z0-9 ,.!?éü]{0,200}",
+                "[a-z 住在北京用户我们昨天ひらがなカタカナ한국어ไทย]{0,120}",
+            ],
+            dimension in 1usize..512,
+        ) {
+            let fast: Vec<u32> = embed_text(&text, dimension).iter().map(|x| x.to_bits()).collect();
+            let map: Vec<u32> = embed_text_with_a_map(&text, dimension)
+                .iter()
+                .map(|x| x.to_bits())
+                .collect();
+            proptest::prop_assert_eq!(fast, map);
+        }
+    }
 
     #[test]
     fn empty_and_punctuation_only_texts_get_a_unit_vector() {

@@ -81,7 +81,7 @@ fn kind_of(c: char) -> Kind {
 
 /// CJK unified ideographs (with extensions A to F and the compatibility
 /// block) and the ideographic zero.
-fn is_han(c: char) -> bool {
+pub(super) fn is_han(c: char) -> bool {
     matches!(
         c,
         '\u{3400}'..='\u{4DBF}'

@@ -371,3 +371,37 @@ proptest! {
         let _ = asks_when(&text);
     }
 }
+
+proptest! {
+    /// What lets `resolve` skip the Chinese rules in a text without a Han
+    /// character: they read nothing there, at any token.
+    #[test]
+    fn the_chinese_rules_read_nothing_in_a_text_without_han(
+        text in prop_oneof![
+            prop::collection::vec(piece(), 0..24).prop_map(|pieces| pieces.join("")),
+            prop::collection::vec(piece(), 0..24).prop_map(|pieces| pieces.join(" ")),
+            any::<String>(),
+        ]
+        .prop_map(|text| text.chars().filter(|c| !scan::is_han(*c)).collect::<String>()),
+        reference in reference_date(),
+    ) {
+        let tokens: Vec<Token<'_>> = Tokens::new(&text).collect();
+        for at in 0..tokens.len() {
+            for rule in CHINESE_RULES {
+                let mut cursor = Cursor::new(&tokens, at);
+                prop_assert!(rule(&mut cursor, reference).is_none(), "{text:?} at token {at}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_chinese_phrase_beside_english_is_still_found() {
+    let found = resolve("On Monday we met, 三天前 was rainy", date("2024-05-10"));
+    let spans: Vec<_> = found.iter().map(|d| d.span.clone()).collect();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(
+        &"On Monday we met, 三天前 was rainy"[spans[1].clone()],
+        "三天前"
+    );
+}
