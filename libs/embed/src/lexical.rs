@@ -114,12 +114,8 @@ fn embed_text(text: &str, dimension: usize) -> Vec<f32> {
     for token in &tokens {
         match token {
             Token::Word(word) => {
-                let marked: Vec<char> = std::iter::once('^')
-                    .chain(word.chars())
-                    .chain(std::iter::once('$'))
-                    .collect();
                 features.extend(
-                    marked
+                    marked(word)
                         .windows(3)
                         .map(|trigram| (Namespace::Trigram, Feature::gram(trigram))),
                 );
@@ -171,6 +167,15 @@ fn embed_text(text: &str, dimension: usize) -> Vec<f32> {
         vector[(hash % dimension as u64) as usize] = 1.0;
     }
     vector
+}
+
+/// A word's characters between a start and an end mark, so its first and
+/// last trigrams say where the word begins and ends.
+fn marked(word: &str) -> Vec<char> {
+    std::iter::once('^')
+        .chain(word.chars())
+        .chain(std::iter::once('$'))
+        .collect()
 }
 
 /// A feature's text: a word, borrowed from its token, or an n-gram of at
@@ -357,11 +362,7 @@ mod tests {
         for token in tokenize(text) {
             match token {
                 Token::Word(word) => {
-                    let marked: Vec<char> = std::iter::once('^')
-                        .chain(word.chars())
-                        .chain(std::iter::once('$'))
-                        .collect();
-                    for trigram in marked.windows(3) {
+                    for trigram in marked(&word).windows(3) {
                         *counts
                             .entry((Namespace::Trigram, trigram.iter().collect()))
                             .or_default() += 1;
