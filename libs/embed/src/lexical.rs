@@ -142,7 +142,7 @@ fn embed_text(text: &str, dimension: usize) -> Vec<f32> {
     // Summed in the order of (namespace, feature text), each distinct
     // feature once with its count: a fixed order makes the float sums, and
     // so the vectors, bit-identical across processes. (A sorted list, not
-    // a map of owned strings: one allocation a text, not one a feature.)
+    // a map with an owned string per feature: a trigram allocates nothing.)
     features.sort_unstable();
     let counts = features
         .chunk_by(|a, b| a == b)

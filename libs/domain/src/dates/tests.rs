@@ -397,11 +397,9 @@ proptest! {
 
 #[test]
 fn a_chinese_phrase_beside_english_is_still_found() {
-    let found = resolve("On Monday we met, 三天前 was rainy", date("2024-05-10"));
-    let spans: Vec<_> = found.iter().map(|d| d.span.clone()).collect();
+    let text = "On Monday we met, 三天前 was rainy";
+    let found = resolve(text, date("2024-05-10"));
     assert_eq!(found.len(), 2, "{found:?}");
-    assert_eq!(
-        &"On Monday we met, 三天前 was rainy"[spans[1].clone()],
-        "三天前"
-    );
+    assert_eq!(&text[found[0].span.clone()], "On Monday");
+    assert_eq!(&text[found[1].span.clone()], "三天前");
 }
