@@ -99,9 +99,10 @@ const PURGE_BATCH: usize = 512;
 ///   whole closed WAL segments: the WAL stays at about three segment files
 ///   ([`WAL_SEGMENT_BYTES`] each for every file created since this build
 ///   opened the shard, see `load_shard`). Until a segment file is dropped
-///   it keeps the payloads and vectors written to it, deleted points' too. Nor can it be emptied under a live shard: a
-///   segment ignores an operation numbered below the point's stored
-///   version, and a new WAL numbers from zero again.
+///   it keeps the payloads and vectors written to it, deleted points'
+///   too. Nor can it be emptied under a live shard: a segment ignores an
+///   operation numbered below the point's stored version, and a new WAL
+///   numbers from zero again.
 /// - Nothing optimises in the background. New points go to a plain
 ///   (brute-force) segment until [`EdgeVectorIndex::optimize`] builds HNSW.
 ///   A deleted point is only marked deleted in its segment (its payload,
