@@ -122,6 +122,8 @@ async fn sigkill_mid_consolidation_loses_and_duplicates_nothing() {
     // watch the database file directly (WAL allows a reader beside the server).
     let database = dir.path().join("mnemo.db");
     let created = || async {
+        // As the stores' `connect` does before SQLite's first open.
+        mnemo_event_store::sqlite::configure_heap();
         let options = sqlx::sqlite::SqliteConnectOptions::new()
             .filename(&database)
             .read_only(true);

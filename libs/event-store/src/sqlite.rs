@@ -24,8 +24,10 @@ use crate::{
 };
 
 mod handoff;
+mod heap;
 
 pub use handoff::handoffs as lock_handoffs;
+pub use heap::{configure as configure_heap, Heap};
 
 /// How long a statement waits for the write lock before it fails.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -47,7 +49,11 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// a checkpoint has taken in all of it: SQLite otherwise keeps the file at
 /// the largest size it ever reached (260 MB after a load test of 93k
 /// messages) for the life of the data dir.
+///
+/// The first call in a process also sets where SQLite allocates
+/// ([`heap`]), which only takes before SQLite opens its first database.
 pub async fn connect(path: &Path) -> Result<SqlitePool, sqlx::Error> {
+    configure_heap();
     let options = SqliteConnectOptions::new()
         .filename(path)
         .create_if_missing(true)

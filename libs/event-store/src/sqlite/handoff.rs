@@ -158,6 +158,10 @@ mod tests {
     use super::*;
 
     async fn open(path: &std::path::Path, timeout: Duration) -> SqliteConnection {
+        // As `connect` does before SQLite's first open: other tests of this
+        // binary connect through it, and the allocator must not change
+        // under a connection another thread is opening.
+        crate::sqlite::configure_heap();
         let options = SqliteConnectOptions::from_str(&format!("sqlite://{}", path.display()))
             .unwrap()
             .create_if_missing(true)
