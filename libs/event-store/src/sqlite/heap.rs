@@ -44,8 +44,9 @@ unsafe extern "C" fn size_of(pointer: *mut c_void) -> c_int {
 }
 
 unsafe extern "C" fn round_up(size: c_int) -> c_int {
-    // mimalloc rounds inside; SQLite only needs a size `xMalloc` accepts.
-    size
+    // To a multiple of 8, as SQLite's default allocator does; mimalloc's
+    // own size classes are coarser, and `size_of` reports those.
+    size.saturating_add(7) & !7
 }
 
 unsafe extern "C" fn init(_: *mut c_void) -> c_int {
