@@ -142,9 +142,10 @@ const CHINESE_RULES: &[Rule] = &[
 /// order and without overlap. Vague phrases (`recently`) are not dates.
 pub fn resolve(text: &str, reference: NaiveDate) -> Vec<ResolvedDate> {
     let tokens: Vec<Token<'_>> = Tokens::new(text).collect();
-    let chinese: &[Rule] = match tokens.iter().any(|token| token.kind == Kind::Han) {
-        true => CHINESE_RULES,
-        false => &[],
+    let chinese: &[Rule] = if tokens.iter().any(|token| token.kind == Kind::Han) {
+        CHINESE_RULES
+    } else {
+        &[]
     };
     let mut found = Vec::new();
     let mut at = 0;
