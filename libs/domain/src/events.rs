@@ -607,6 +607,22 @@ macro_rules! catalogue {
                     _ => Err(EventDecodeError::UnknownType(event_type.to_owned())),
                 }
             }
+
+            /// [`Self::decode`] of a payload the caller keeps: a payload of
+            /// the current schema is read in place, without the copy an
+            /// owned decode needs (the log reader keeps every opened
+            /// payload beside its event, and copying a JSON tree costs about
+            /// what reading it does).
+            pub fn decode_ref(event_type: &str, schema_version: u16, payload: &serde_json::Value) -> Result<Self, EventDecodeError> {
+                if Self::current_version(event_type) != Some(schema_version) {
+                    return Self::decode(event_type, schema_version, payload.clone());
+                }
+                let wrap = |source| EventDecodeError::Payload { event_type: event_type.to_owned(), source };
+                match event_type {
+                    $(stringify!($variant) => <$payload as serde::Deserialize>::deserialize(payload).map(DomainEvent::$variant).map_err(wrap),)*
+                    _ => Err(EventDecodeError::UnknownType(event_type.to_owned())),
+                }
+            }
         }
     };
 }
@@ -969,6 +985,37 @@ mod tests {
         assert_eq!(decoded, forgotten);
         assert_eq!(forgotten.to_payload()["rule"], "cap");
         assert_eq!(DomainEvent::TYPES.len(), 19);
+    }
+
+    #[test]
+    fn a_kept_payload_decodes_as_an_owned_one_does() {
+        let forgotten = DomainEvent::EpisodesForgotten(EpisodesForgotten {
+            rule: crate::forgetting::EpisodeRule::Cap,
+            messages: vec![EventId::new()],
+            reason: "the oldest".into(),
+        });
+        for event in [created(), forgotten] {
+            let payload = event.to_payload();
+            let kept =
+                DomainEvent::decode_ref(event.event_type(), event.schema_version(), &payload);
+            assert_eq!(kept.unwrap(), event);
+        }
+        // An older schema is upcast as an owned decode would.
+        let v0 = serde_json::json!({
+            "message_id": "m1",
+            "content": {"$text": "hello"},
+            "timestamp": "2026-01-02T03:04:05Z",
+            "pii": {}
+        });
+        assert_eq!(
+            DomainEvent::decode_ref("MessageReceived", 0, &v0).unwrap(),
+            DomainEvent::decode("MessageReceived", 0, v0.clone()).unwrap()
+        );
+        // And what an owned decode refuses, it refuses.
+        let payload = created().to_payload();
+        assert!(DomainEvent::decode_ref("MemoryCreated", 99, &payload).is_err());
+        assert!(DomainEvent::decode_ref("MemoryTeleported", 1, &payload).is_err());
+        assert!(DomainEvent::decode_ref("MessageReceived", 2, &payload).is_err());
     }
 
     #[test]

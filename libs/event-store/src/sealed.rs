@@ -167,10 +167,10 @@ impl SealedLog {
                 .open(&recorded.tenant, subject, &mut recorded.payload)
                 .await?;
         }
-        let event = DomainEvent::decode(
+        let event = DomainEvent::decode_ref(
             &recorded.event_type,
             recorded.schema_version,
-            recorded.payload.clone(),
+            &recorded.payload,
         )?;
         Ok(Decoded { recorded, event })
     }
