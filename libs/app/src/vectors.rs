@@ -96,8 +96,7 @@ pub async fn open_vector_index(
     // The projections flush once per run of records, before they commit
     // its offsets (`EventHandler::flush`); an erasure's purge and the
     // shutdown flush too. A durable write per point would cost a sync of
-    // the WAL and of the written segment per point (see
-    // `set_durable_writes`).
+    // the written segment per point (see `set_durable_writes`).
     index.set_durable_writes(false);
     for removed in collections.remove_stale(&opening.name)? {
         tracing::info!(collection = %removed, "removed a vector collection no longer served");

@@ -93,16 +93,16 @@ const PURGE_BATCH: usize = 512;
 ///   survive a crash. So every write flushes before it returns (see
 ///   [`EdgeVectorIndex::set_durable_writes`]), and dropping the index
 ///   flushes too.
-/// - The WAL is written but, in 0.7.0, never truncated, so its files grew
-///   with every write for good. The vendored engine's flush acknowledges
-///   what the segments now hold (as a server's shard does), which drops
-///   whole closed WAL segments: the WAL stays at about three segment files
-///   ([`WAL_SEGMENT_BYTES`] each for every file created since this build
-///   opened the shard, see `load_shard`). Until a segment file is dropped
-///   it keeps the payloads and vectors written to it, deleted points'
-///   too. Nor can it be emptied under a live shard: a segment ignores an
-///   operation numbered below the point's stored version, and a new WAL
-///   numbers from zero again.
+/// - Since the WAL is never read back, the vendored engine writes nothing
+///   to it: in 0.7.0 every update serialised its points (payloads and
+///   vectors) into a WAL record, a second copy that outlived a deleted
+///   point until its file was dropped. Operations are numbered by a
+///   counter that starts past every segment's version when the shard is
+///   opened (a segment ignores an operation numbered below the point's
+///   stored version). The WAL's files are still opened and locked, and a
+///   shard an older build wrote keeps the records it has (at most about
+///   three segment files, see `load_shard`) until a purge or a reindex
+///   builds a new shard.
 /// - Nothing optimises in the background. New points go to a plain
 ///   (brute-force) segment until [`EdgeVectorIndex::optimize`] builds HNSW.
 ///   A deleted point is only marked deleted in its segment (its payload,
@@ -140,7 +140,7 @@ struct Inner {
     /// Flush after every write (see [`EdgeVectorIndex::set_durable_writes`]).
     durable_writes: AtomicBool,
     /// Something changed since the last flush: a flush with nothing new
-    /// skips the engine, whose flush still syncs its WAL.
+    /// skips the engine, whose flush syncs every segment file it has written.
     dirty: AtomicBool,
     /// When writes were applied, for [`EdgeVectorIndex::optimize_if_idle`]
     /// and [`EdgeVectorIndex::unoptimized_for`].
@@ -343,8 +343,8 @@ impl EdgeVectorIndex {
     /// projection that has already committed its consumer offset would never
     /// see that event again.
     ///
-    /// The engine's flush syncs its WAL and every segment written since the
-    /// last flush: a durable write of one point costs about 6 ms (p50,
+    /// The engine's flush syncs every segment written since the last
+    /// flush: a durable write of one point costs about 6 ms (p50,
     /// 384-d, release build, at 10k and at 100k optimised points; 7–8 ms
     /// when 0.7.0 rewrote every segment). A consumer that writes many
     /// points per offset commit should switch this off and call
@@ -361,10 +361,9 @@ impl EdgeVectorIndex {
     /// [`optimize_if_idle`](Self::optimize_if_idle) instead. Writes wait
     /// while it runs; searches do not. Returns whether anything changed.
     ///
-    /// It is not an erasure tool: a vacuum only happens above the threshold,
-    /// and the WAL keeps what was written to its retained segment files
-    /// (see the type's docs); that is
-    /// [`VectorIndex::purge_deleted`]'s job.
+    /// It is not an erasure tool: a vacuum only happens above the threshold
+    /// (and a shard an older build wrote keeps its WAL records, see the
+    /// type's docs); that is [`VectorIndex::purge_deleted`]'s job.
     pub async fn optimize(&self) -> Result<bool, VectorIndexError> {
         self.blocking(|inner| {
             let writer = inner.write_lock();
@@ -486,12 +485,11 @@ fn backend(error: impl std::fmt::Display) -> VectorIndexError {
     VectorIndexError::Backend(error.to_string())
 }
 
-/// The size of a WAL segment file this build creates. The engine
-/// preallocates the open segment and the next one and, once a flush has
-/// acknowledged the writes, keeps one closed segment beside them: the WAL
-/// holds about three times this on disk whatever the shard's size. The
-/// engine's default is 32 MiB, sized for a server's shard; a record larger
-/// than this (a batch of points) gets a segment of its own size.
+/// The size of a WAL segment file this build creates. The engine writes
+/// no records (see [`EdgeVectorIndex`]) but still preallocates the open
+/// segment and the next one when it opens a shard, so this is what an
+/// empty WAL takes on disk, twice. The engine's default is 32 MiB, sized
+/// for a server's shard.
 pub const WAL_SEGMENT_BYTES: usize = 8 * 1024 * 1024;
 
 fn wal_options() -> WalOptions {
@@ -520,11 +518,10 @@ pub(crate) fn shard_config(dimension: usize) -> EdgeConfig {
 }
 
 /// Loads the shard at `path` with its stored settings, except the WAL's:
-/// this build's segment size applies from the next segment file on, so a
-/// shard an older build created (32 MiB segments, the engine's default)
-/// shrinks its WAL without a reindex. The segment files that exist keep
-/// their size until the WAL drops them; the stored settings are rewritten,
-/// and a purge's copy inherits them.
+/// this build's segment size applies to the segment files the engine
+/// creates from then on (a shard an older build created has 32 MiB ones,
+/// the engine's default). The files that exist keep their size; the
+/// stored settings are rewritten, and a purge's copy inherits them.
 fn load_shard(path: &Path) -> Result<EdgeShard, VectorIndexError> {
     let mut config = EdgeConfig::load(path)
         .ok_or_else(|| VectorIndexError::Corrupt(format!("{} holds no shard", path.display())))?

@@ -304,8 +304,8 @@ pub trait VectorIndex: Send + Sync + 'static {
 
     /// Deletes every point of a subject (any state); returns how many. The
     /// points leave every search and count at once, but not the disk: an
-    /// engine only marks a deleted point, and its write-ahead log keeps
-    /// what was written. An erasure follows this with
+    /// engine only marks a deleted point (and a Qdrant server's write-ahead
+    /// log keeps what was written). An erasure follows this with
     /// [`purge_deleted`](Self::purge_deleted).
     async fn delete_subject(
         &self,

@@ -1,9 +1,10 @@
-//! The embedded engine's write-ahead log stays the size of three segment
-//! files however much is written: a flush acknowledges what the segments
-//! now hold, and the WAL drops its older segment files. (The engine does
-//! not replay its WAL when a shard is loaded, so what it drops was never
-//! read again.) A shard an older build created, with larger segments,
-//! takes this build's size for the segment files it creates.
+//! The embedded engine writes nothing to its write-ahead log. An edge shard
+//! never replays its WAL when it is loaded, so a record there was only
+//! ever a second copy of each written point (payload and vectors) that
+//! outlived the point's deletion until its file was dropped. The vendored
+//! engine numbers its operations with a counter instead, which must start
+//! past every version the segments hold when a shard is opened again, or a
+//! rewrite of an existing point would be ignored.
 #![cfg(feature = "edge")]
 
 use std::path::{Path, PathBuf};
@@ -14,34 +15,24 @@ use mnemo_vector_index::{
 };
 use qdrant_edge::{EdgeConfig, EdgeShard, WalOptions};
 
-/// Wide vectors, so a few thousand points write megabytes of WAL records.
-const DIMENSION: usize = 1536;
-/// Points written one batch at a time, each batch flushed as the
-/// projections flush.
+const DIMENSION: usize = 64;
 const BATCH: usize = 100;
-/// Enough points for their dense vectors alone (4 bytes a dimension, more
-/// in the WAL's CBOR records) to fill five WAL segment files.
-const POINTS: usize = 5 * WAL_SEGMENT_BYTES / (DIMENSION * 4) / BATCH * BATCH;
 
 fn spread(seed: usize) -> Vec<f32> {
     testsuite::spread(DIMENSION, seed as u64)
 }
 
-/// The WAL segment files under `dir` (`open-N`, `closed-N`) with their sizes.
-fn wal_segments(dir: &Path) -> Vec<(String, u64)> {
+/// The files under `dir` whose parent directory is named `name`.
+fn files_in(dir: &Path, name: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut pending: Vec<PathBuf> = vec![dir.to_path_buf()];
     while let Some(next) = pending.pop() {
         for entry in std::fs::read_dir(&next).unwrap() {
-            let entry = entry.unwrap();
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.unwrap().path();
             if path.is_dir() {
                 pending.push(path);
-            } else if next.file_name().is_some_and(|n| n == "wal")
-                && (name.starts_with("open-") || name.starts_with("closed-"))
-            {
-                found.push((name, entry.metadata().unwrap().len()));
+            } else if next.file_name().is_some_and(|n| n == name) {
+                found.push(path);
             }
         }
     }
@@ -49,119 +40,167 @@ fn wal_segments(dir: &Path) -> Vec<(String, u64)> {
     found
 }
 
+/// The WAL segment files under `dir` (`open-N`, `closed-N`) with their sizes.
+fn wal_segments(dir: &Path) -> Vec<(String, u64)> {
+    files_in(dir, "wal")
+        .into_iter()
+        .filter_map(|path| {
+            let name = path.file_name()?.to_string_lossy().into_owned();
+            (name.starts_with("open-") || name.starts_with("closed-"))
+                .then(|| (name, std::fs::metadata(&path).unwrap().len()))
+        })
+        .collect()
+}
+
+fn holds(path: &Path, needle: &[u8]) -> bool {
+    let bytes = std::fs::read(path).unwrap();
+    bytes.windows(needle.len()).any(|window| window == needle)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_wal_keeps_three_segment_files_whatever_was_written() {
+async fn written_points_leave_no_copy_in_the_wal() {
     let dir = tempfile::tempdir().unwrap();
     let t = tenant("t1");
-    let s = subject("s1");
-    let mut first = None;
-    {
-        let index = EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap();
-        index.set_durable_writes(false);
-        for batch in 0..POINTS / BATCH {
-            let points: Vec<_> = (batch * BATCH..(batch + 1) * BATCH)
-                .map(|n| point(&t, &s, &format!("note {n}"), spread(n)))
-                .collect();
-            first = first.or(Some(points[0].id));
-            index.upsert(&t, points).await.unwrap();
-            index.flush().await.unwrap();
-        }
-
-        // The open segment, the next one (created ahead), and the closed
-        // one the WAL retains.
-        let segments = wal_segments(dir.path());
-        let closed = segments
-            .iter()
-            .filter(|(name, _)| name.starts_with("closed-"))
-            .count();
-        assert!(
-            closed <= 1,
-            "the WAL kept {closed} closed segment files: {segments:?}"
-        );
-        let bytes: u64 = segments.iter().map(|(_, size)| size).sum();
-        assert!(
-            bytes <= 3 * WAL_SEGMENT_BYTES as u64,
-            "the WAL holds {bytes} bytes: {segments:?}"
-        );
-        // The writes did fill several segment files: the closed one left
-        // starts past the first record, so the ones before it were dropped.
-        assert!(
-            segments
-                .iter()
-                .any(|(name, _)| name.strip_prefix("closed-").is_some_and(|n| n != "0")),
-            "no WAL segment was closed and dropped: {segments:?}"
-        );
-    }
-
-    // Nothing the segments hold depended on what the WAL dropped.
+    // A subject id no other byte sequence of the shard would spell out: a
+    // WAL record carries the payload (and so the subject) as written.
+    let canary = "wal-canary-5d1e93";
+    let s = subject(canary);
     let index = EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap();
-    assert_eq!(index.count(&t, None).await.unwrap(), POINTS as u64);
-    let hits = index.search(&t, &semantic(spread(0))).await.unwrap();
+    let opened = wal_segments(dir.path());
+    assert!(!opened.is_empty(), "the engine opened no WAL");
+    index.set_durable_writes(false);
+    let mut written = Vec::new();
+    for batch in 0..5 {
+        let points: Vec<_> = (batch * BATCH..(batch + 1) * BATCH)
+            .map(|n| point(&t, &s, &format!("note {n}"), spread(n)))
+            .collect();
+        written.extend(points.iter().map(|p| p.id));
+        index.upsert(&t, points).await.unwrap();
+        index.flush().await.unwrap();
+    }
+    index.delete(&t, &written[..BATCH]).await.unwrap();
+    index.flush().await.unwrap();
+    assert_eq!(
+        index.count(&t, None).await.unwrap(),
+        (written.len() - BATCH) as u64
+    );
+
+    // The WAL is the files it was opened with, and none holds the subject.
+    assert_eq!(wal_segments(dir.path()), opened);
+    let wal = files_in(dir.path(), "wal");
+    let copies: Vec<_> = wal
+        .iter()
+        .filter(|path| holds(path, canary.as_bytes()))
+        .collect();
+    assert!(copies.is_empty(), "the WAL holds the payload: {copies:?}");
+    // The segments do hold it, so the check above can find it where it is.
+    let elsewhere = walk(dir.path())
+        .into_iter()
+        .filter(|path| !wal.contains(path))
+        .any(|path| holds(&path, canary.as_bytes()));
     assert!(
-        hits.first().is_some_and(|hit| Some(hit.id) == first),
-        "the first point written is not found after a reopen: {hits:?}"
+        elsewhere,
+        "the subject is nowhere in the shard, so its absence from the WAL proves nothing"
     );
 }
 
-/// A shard an older build created keeps the engine's 32 MiB segments in
-/// its stored settings; opened by this build, the WAL files it creates
-/// from then on are this build's size, without a reindex.
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending: Vec<PathBuf> = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// A point rewritten after a reopen takes the new vector: the operation
+/// numbers go on past what the segments hold. Numbered from the start
+/// again, the rewrite would carry a lower number than the point's stored
+/// version, and the engine would ignore it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_shard_an_older_build_created_takes_this_builds_wal_segment_size() {
-    let engine_default = WalOptions::default().segment_capacity;
-    assert!(engine_default > WAL_SEGMENT_BYTES);
+async fn a_point_rewritten_after_a_reopen_takes_the_new_vector() {
     let dir = tempfile::tempdir().unwrap();
-    // What an older build left: the adapter's shard (its marker, its
-    // payload indexes), with the WAL and the stored settings of the
-    // engine's defaults. It holds no point yet, so its WAL holds nothing.
+    let t = tenant("t1");
+    let s = subject("s1");
+    let mut first = point(&t, &s, "note", spread(0));
+    {
+        let index = EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap();
+        index.upsert(&t, vec![first.clone()]).await.unwrap();
+        // Many operations after it, so the segment's version is far past
+        // where a fresh count would start.
+        for batch in 0..20 {
+            let points: Vec<_> = (1 + batch * 10..1 + (batch + 1) * 10)
+                .map(|n| point(&t, &s, &format!("note {n}"), spread(n)))
+                .collect();
+            index.upsert(&t, points).await.unwrap();
+        }
+        // The first point once more, late: its version is the newest.
+        index.upsert(&t, vec![first.clone()]).await.unwrap();
+    }
+    for round in 0..3 {
+        let index = EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap();
+        first.dense = spread(1_000 + round);
+        index.upsert(&t, vec![first.clone()]).await.unwrap();
+        drop(index);
+        let index = EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap();
+        let hits = index
+            .search(&t, &semantic(first.dense.clone()))
+            .await
+            .unwrap();
+        assert!(
+            hits.first()
+                .is_some_and(|hit| hit.id == first.id && hit.score > 0.999),
+            "round {round}: the rewrite after a reopen was lost: {hits:?}"
+        );
+        assert_eq!(index.count(&t, None).await.unwrap(), 201);
+    }
+}
+
+/// A shard an older build created, with the engine's default WAL
+/// settings, opened by this build: it keeps this build's WAL segment size
+/// in its stored settings, and takes writes and rewrites across reopens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_an_older_build_created_takes_this_builds_settings_and_rewrites() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = tenant("t1");
+    let s = subject("s1");
     drop(EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap());
+    // What an older build left: the engine's default WAL settings.
     std::fs::remove_dir_all(dir.path().join("wal")).unwrap();
     let mut older = EdgeConfig::load(dir.path()).unwrap().unwrap();
     older.wal_options = None;
     drop(EdgeShard::load(dir.path(), Some(older)).unwrap());
-    let segments = wal_segments(dir.path());
-    assert!(
-        !segments.is_empty()
-            && segments
-                .iter()
-                .all(|(_, size)| *size == engine_default as u64),
-        "not an older build's WAL: {segments:?}"
-    );
+    let engine_default = WalOptions::default().segment_capacity;
+    assert!(engine_default > WAL_SEGMENT_BYTES);
+    assert!(wal_segments(dir.path())
+        .iter()
+        .all(|(_, size)| *size == engine_default as u64));
 
-    let t = tenant("t1");
-    let s = subject("s1");
+    let mut kept = point(&t, &s, "kept", spread(7));
+    {
+        let index = EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap();
+        let stored = EdgeConfig::load(dir.path()).unwrap().unwrap().wal_options;
+        assert_eq!(stored.map(|o| o.segment_capacity), Some(WAL_SEGMENT_BYTES));
+        index.upsert(&t, vec![kept.clone()]).await.unwrap();
+    }
     let index = EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap();
-    index.set_durable_writes(false);
-    let stored = EdgeConfig::load(dir.path()).unwrap().unwrap().wal_options;
-    assert_eq!(stored.map(|o| o.segment_capacity), Some(WAL_SEGMENT_BYTES));
-    // Writes until the WAL creates a segment file, at most three of the
-    // older size's worth: the files it had keep their size, and the first
-    // it creates must be the new size.
-    let bound = 3 * engine_default / (DIMENSION * 4) / BATCH;
-    let mut written = 0;
-    let created = loop {
-        let points: Vec<_> = (written..written + BATCH)
-            .map(|n| point(&t, &s, &format!("note {n}"), spread(n)))
-            .collect();
-        index.upsert(&t, points).await.unwrap();
-        index.flush().await.unwrap();
-        written += BATCH;
-        // A closed segment is the same file renamed (`closed-N`); a file
-        // the WAL created is an `open-N` it did not have.
-        let now = wal_segments(dir.path());
-        if let Some(new) = now.iter().find(|(name, _)| {
-            name.starts_with("open-") && !segments.iter().any(|(had, _)| had == name)
-        }) {
-            break new.clone();
-        }
-        assert!(
-            written < bound * BATCH,
-            "no WAL segment file created after {written} points: {now:?}"
-        );
-    };
-    assert_eq!(
-        created.1, WAL_SEGMENT_BYTES as u64,
-        "the first segment file created after the open: {created:?}"
+    kept.dense = spread(8);
+    index.upsert(&t, vec![kept.clone()]).await.unwrap();
+    let hits = index
+        .search(&t, &semantic(kept.dense.clone()))
+        .await
+        .unwrap();
+    assert!(
+        hits.first()
+            .is_some_and(|hit| hit.id == kept.id && hit.score > 0.999),
+        "the rewrite was lost: {hits:?}"
     );
-    assert_eq!(index.count(&t, None).await.unwrap(), written as u64);
 }

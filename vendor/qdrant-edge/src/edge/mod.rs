@@ -44,6 +44,10 @@ pub struct EdgeShard {
     path: PathBuf,
     config: SaveOnDisk<EdgeConfig>,
     wal: Mutex<SerdeWal<CollectionUpdateOperations>>,
+    /// mnemo: the operation number the next update takes, held for the
+    /// whole update so updates apply in the order of their numbers (the
+    /// WAL's lock did both in 0.7.0). See `EdgeShard::update`.
+    next_operation: Mutex<u64>,
     segments: LockedSegmentHolder,
 }
 
@@ -68,6 +72,7 @@ impl EdgeShard {
 
         let mut segments = SegmentHolder::default();
         ensure_appendable_segment(&mut segments, path, &segments_path, &config)?;
+        let next_operation = first_free_operation(&wal, &segments);
 
         let config_path = path.join(EDGE_CONFIG_FILE);
         let config = SaveOnDisk::new(&config_path, config)
@@ -77,6 +82,7 @@ impl EdgeShard {
             path: path.into(),
             config,
             wal: parking_lot::Mutex::new(wal),
+            next_operation: parking_lot::Mutex::new(next_operation),
             segments: LockedSegmentHolder::new(segments),
         })
     }
@@ -119,6 +125,8 @@ impl EdgeShard {
             OperationError::service_error("edge config is not provided and no segments were loaded")
         })?;
 
+        let next_operation = first_free_operation(&wal, &segments);
+
         let config_path = path.join(EDGE_CONFIG_FILE);
         let config = SaveOnDisk::new(&config_path, config)
             .map_err(|e| OperationError::service_error(e.to_string()))?;
@@ -127,6 +135,7 @@ impl EdgeShard {
             path: path.into(),
             config,
             wal: parking_lot::Mutex::new(wal),
+            next_operation: parking_lot::Mutex::new(next_operation),
             segments: LockedSegmentHolder::new(segments),
         })
     }
@@ -226,6 +235,23 @@ fn has_existing_segments(path: &Path) -> bool {
         }
     }
     false
+}
+
+/// mnemo: the first operation number no segment has seen: past the last
+/// record of the WAL (a shard written by 0.7.0 numbered its updates by
+/// their records) and past every segment's version. A point ignores an
+/// operation numbered below its own version, so a number reused after a
+/// reopen would lose the write.
+fn first_free_operation(
+    wal: &SerdeWal<CollectionUpdateOperations>,
+    segments: &SegmentHolder,
+) -> u64 {
+    let applied = segments
+        .iter()
+        .map(|(_, segment)| segment.get().read().version())
+        .max()
+        .unwrap_or(0);
+    wal.last_index().max(applied) + 1
 }
 
 fn ensure_dirs_and_open_wal(

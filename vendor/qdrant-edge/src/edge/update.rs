@@ -5,18 +5,21 @@ use crate::segment::common::operation_error::{OperationError, OperationResult};
 use crate::shard::operations::vector_name_ops::VectorNameConfig;
 use crate::shard::operations::{CollectionUpdateOperations, VectorNameOperations};
 use crate::shard::update::*;
-use crate::shard::wal::WalRawRecord;
 
 use crate::edge::EdgeShard;
 use crate::edge::config::vectors::{EdgeSparseVectorParams, EdgeVectorParams};
 
 impl EdgeShard {
     pub fn update(&self, operation: CollectionUpdateOperations) -> OperationResult<()> {
-        let record = WalRawRecord::new(&operation).map_err(service_error)?;
-
-        let mut wal = self.wal.lock();
-
-        let operation_id = wal.write(&record).map_err(service_error)?;
+        // mnemo: no WAL record. An edge shard never replays its WAL when it
+        // is loaded (`EdgeShard::load`), so in 0.7.0 the record was
+        // serialised (CBOR, every vector and payload of the operation) and
+        // written only to be dropped unread. Its index numbered the
+        // operation; a counter that starts past every segment's version
+        // does that now, held for the whole update as the WAL's lock was.
+        let mut next_operation = self.next_operation.lock();
+        let operation_id = *next_operation;
+        *next_operation += 1;
         let hw_counter = HardwareCounterCell::disposable();
         let _update_guard = self.segments.acquire_updates_lock();
 
