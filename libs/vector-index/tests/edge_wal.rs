@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use mnemo_vector_index::testsuite::{self, point, semantic, subject, tenant};
 use mnemo_vector_index::{
-    EdgeVectorIndex, VectorIndex, EDGE_WAL_SEGMENT_BYTES as WAL_SEGMENT_BYTES,
+    EdgeVectorIndex, Point, VectorIndex, EDGE_WAL_SEGMENT_BYTES as WAL_SEGMENT_BYTES,
 };
 use qdrant_edge::{EdgeConfig, EdgeShard, WalOptions};
 
@@ -22,8 +22,8 @@ fn spread(seed: usize) -> Vec<f32> {
     testsuite::spread(DIMENSION, seed as u64)
 }
 
-/// The files under `dir` whose parent directory is named `name`.
-fn files_in(dir: &Path, name: &str) -> Vec<PathBuf> {
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut pending: Vec<PathBuf> = vec![dir.to_path_buf()];
     while let Some(next) = pending.pop() {
@@ -31,7 +31,7 @@ fn files_in(dir: &Path, name: &str) -> Vec<PathBuf> {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 pending.push(path);
-            } else if next.file_name().is_some_and(|n| n == name) {
+            } else {
                 found.push(path);
             }
         }
@@ -40,9 +40,17 @@ fn files_in(dir: &Path, name: &str) -> Vec<PathBuf> {
     found
 }
 
+/// The files of the WAL directory under `dir`.
+fn wal_files(dir: &Path) -> Vec<PathBuf> {
+    walk(dir)
+        .into_iter()
+        .filter(|path| path.parent().and_then(Path::file_name) == Some("wal".as_ref()))
+        .collect()
+}
+
 /// The WAL segment files under `dir` (`open-N`, `closed-N`) with their sizes.
 fn wal_segments(dir: &Path) -> Vec<(String, u64)> {
-    files_in(dir, "wal")
+    wal_files(dir)
         .into_iter()
         .filter_map(|path| {
             let name = path.file_name()?.to_string_lossy().into_owned();
@@ -87,7 +95,7 @@ async fn written_points_leave_no_copy_in_the_wal() {
 
     // The WAL is the files it was opened with, and none holds the subject.
     assert_eq!(wal_segments(dir.path()), opened);
-    let wal = files_in(dir.path(), "wal");
+    let wal = wal_files(dir.path());
     let copies: Vec<_> = wal
         .iter()
         .filter(|path| holds(path, canary.as_bytes()))
@@ -104,21 +112,17 @@ async fn written_points_leave_no_copy_in_the_wal() {
     );
 }
 
-/// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut pending: Vec<PathBuf> = vec![dir.to_path_buf()];
-    while let Some(next) = pending.pop() {
-        for entry in std::fs::read_dir(&next).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else {
-                found.push(path);
-            }
-        }
-    }
-    found
+/// The search by `point`'s vector finds it first, as written.
+async fn assert_found_as_written(index: &EdgeVectorIndex, point: &Point, what: &str) {
+    let hits = index
+        .search(&point.payload.tenant, &semantic(point.dense.clone()))
+        .await
+        .unwrap();
+    assert!(
+        hits.first()
+            .is_some_and(|hit| hit.id == point.id && hit.score > 0.999),
+        "{what}: {hits:?}"
+    );
 }
 
 /// A point rewritten after a reopen takes the new vector: the operation
@@ -151,15 +155,8 @@ async fn a_point_rewritten_after_a_reopen_takes_the_new_vector() {
         index.upsert(&t, vec![first.clone()]).await.unwrap();
         drop(index);
         let index = EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap();
-        let hits = index
-            .search(&t, &semantic(first.dense.clone()))
-            .await
-            .unwrap();
-        assert!(
-            hits.first()
-                .is_some_and(|hit| hit.id == first.id && hit.score > 0.999),
-            "round {round}: the rewrite after a reopen was lost: {hits:?}"
-        );
+        let what = format!("round {round}: the rewrite after a reopen was lost");
+        assert_found_as_written(&index, &first, &what).await;
         assert_eq!(index.count(&t, None).await.unwrap(), 201);
     }
 }
@@ -194,13 +191,5 @@ async fn a_shard_an_older_build_created_takes_this_builds_settings_and_rewrites(
     let index = EdgeVectorIndex::open(dir.path(), DIMENSION).unwrap();
     kept.dense = spread(8);
     index.upsert(&t, vec![kept.clone()]).await.unwrap();
-    let hits = index
-        .search(&t, &semantic(kept.dense.clone()))
-        .await
-        .unwrap();
-    assert!(
-        hits.first()
-            .is_some_and(|hit| hit.id == kept.id && hit.score > 0.999),
-        "the rewrite was lost: {hits:?}"
-    );
+    assert_found_as_written(&index, &kept, "the rewrite was lost").await;
 }
