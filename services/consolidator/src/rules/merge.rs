@@ -217,6 +217,11 @@ pub(crate) fn slot_of(text: &str) -> Option<Slot> {
     let text = trim_end_punctuation(text.trim());
     let chinese = has_cjk(text);
     for pattern in SLOTS.iter() {
+        // As in `match_clause`: most texts fill no slot, and `is_match`
+        // says so without allocating capture slots.
+        if !pattern.regex.is_match(text) {
+            continue;
+        }
         let Some(captures) = pattern.regex.captures(text) else {
             continue;
         };

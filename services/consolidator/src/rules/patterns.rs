@@ -1046,6 +1046,11 @@ pub(crate) fn match_clause(lang: Lang, clause: &str) -> Option<PatternMatch> {
     }
     let experience = is_experience(lang, clause);
     for pattern in patterns(lang) {
+        // Most clauses match no pattern: `is_match` says so without the
+        // capture slots `captures` allocates and fills on every try.
+        if !pattern.regex.is_match(clause) {
+            continue;
+        }
         let Some(captures) = pattern.regex.captures(clause) else {
             continue;
         };
