@@ -16,14 +16,18 @@ use mnemo_domain::TenantId;
 use secrecy::ExposeSecret;
 use serde_json::json;
 
-/// A server started in this process on a temporary data dir (removed when
-/// this is dropped, with the runtime ending the server's task), and a
-/// token for it: what the benches measure when no `--url` is given.
+/// A server started in this process on a temporary data dir, and a token
+/// for it: what the benches measure when no `--url` is given. A bench ends
+/// it with [`EmbeddedServer::stop`]; dropped instead, it removes the data
+/// dir under the server's tasks, whose next flush then fails on the
+/// missing files.
 pub struct EmbeddedServer {
     pub url: String,
     /// Tenant `bench`, actor `bench`, valid for a day.
     pub token: String,
     pub settings: Settings,
+    server: actix_web::dev::ServerHandle,
+    running: tokio::task::JoinHandle<anyhow::Result<()>>,
     _dir: tempfile::TempDir,
 }
 
@@ -46,7 +50,8 @@ impl EmbeddedServer {
         )?;
         let app = mnemo_app::Application::build(settings.clone()).await?;
         let url = format!("http://127.0.0.1:{}", app.port());
-        tokio::spawn(app.run());
+        let server = app.server_handle();
+        let running = tokio::spawn(app.run());
         let secret = match &settings.auth.hs256_secret {
             Some(secret) => secret.expose_secret().as_bytes().to_vec(),
             None => mnemo_app::secrets::load_or_create_dev_secret(&settings.dev_secret_file())?.0,
@@ -64,8 +69,22 @@ impl EmbeddedServer {
             url,
             token,
             settings,
+            server,
+            running,
             _dir: dir,
         })
+    }
+
+    /// Stops the server as SIGTERM would and waits until it has stopped its
+    /// background parts, flushed the vector index and closed its stores;
+    /// then removes the data dir. Says what stopped the server if it was
+    /// not this.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.server.stop(true).await;
+        self.running
+            .await
+            .context("the embedded server's task")?
+            .context("the embedded server")
     }
 }
 
@@ -225,12 +244,12 @@ pub async fn run(bench: IngestBench) -> anyhow::Result<IngestFigures> {
 /// Runs the benchmark against an embedded server on a temporary data dir
 /// unless a URL is given, with one or more batch sizes, and prints a table.
 pub async fn ingest(mut bench: IngestBench, batches: &[usize]) -> anyhow::Result<()> {
-    let _server;
+    let mut embedded = None;
     if bench.url.is_none() {
         let server = EmbeddedServer::start(&HashMap::new(), vec![Scope::MemoriesWrite]).await?;
         bench.url = Some(server.url.clone());
         bench.token = Some(server.token.clone());
-        _server = server;
+        embedded = Some(server);
     }
     println!(
         "ingest benchmark: {} messages, concurrency {}, {} subjects, {}",
@@ -257,6 +276,9 @@ pub async fn ingest(mut bench: IngestBench, batches: &[usize]) -> anyhow::Result
             figures.request_p99.as_secs_f64() * 1000.0,
             figures.elapsed.as_secs_f64(),
         );
+    }
+    if let Some(server) = embedded {
+        server.stop().await?;
     }
     Ok(())
 }

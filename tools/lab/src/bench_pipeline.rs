@@ -739,8 +739,8 @@ struct Target {
     rss: RssSource,
     /// Lines for the header: the embedder, the consolidation policy.
     described: Vec<String>,
-    /// Keeps the embedded server's data dir while the run lasts.
-    _server: Option<EmbeddedServer>,
+    /// The embedded server, stopped when the run ends.
+    server: Option<EmbeddedServer>,
 }
 
 impl Target {
@@ -829,7 +829,7 @@ impl Target {
             shared,
             rss,
             described,
-            _server: server,
+            server,
         })
     }
 }
@@ -931,7 +931,10 @@ pub async fn pipeline(bench: PipelineBench) -> anyhow::Result<()> {
     let probes = collect_probes(std::mem::take(&mut run.probes)).await?;
     print_table(&run);
     print_summary(&target, &bench, &mut run, &probes);
-    Ok(())
+    match target.server {
+        Some(server) => server.stop().await,
+        None => Ok(()),
+    }
 }
 
 /// Posts the memories, then waits (bounded) until they are searchable.

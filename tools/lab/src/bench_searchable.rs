@@ -306,7 +306,7 @@ pub async fn searchable(bench: SearchableBench) -> anyhow::Result<()> {
         messages(&client, &bench).await?;
         print_embedding_counts(&counts, bench.embedder);
     }
-    Ok(())
+    server.stop().await
 }
 
 fn print_embedding_counts(counts: &EmbeddingCounts, embedder: BenchEmbedder) {
