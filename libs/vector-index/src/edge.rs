@@ -183,25 +183,18 @@ impl Deref for Shard {
 
 impl Drop for Shard {
     fn drop(&mut self) {
-        // qdrant-edge flushes in its own Drop and panics on an I/O error.
-        // When the directory is gone (a removed data dir, a test's temporary
-        // dir) there is nowhere to flush to, and a panic while a task drops
-        // its last handle would take the runtime's shutdown down with it:
-        // leak the shard then. Writes are flushed as they happen (durable
-        // writes), so nothing that was acknowledged is lost either way.
+        // qdrant-edge flushes in its own Drop (logging a failure). When the
+        // directory is gone (a removed data dir, a test's temporary dir)
+        // there is nowhere to flush to: leak the shard then, rather than
+        // let it fail on every file. Writes are flushed as they happen
+        // (durable writes), so nothing that was acknowledged is lost
+        // either way.
         if !self.path.exists() {
             tracing::warn!(dir = %self.path.display(), "vector index directory vanished; not flushing on close");
             return;
         }
-        // The directory can also vanish while the engine flushes (a
-        // temporary dir removed during shutdown): contain that panic too.
-        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            // SAFETY: `engine` is never used again: this is the owner's drop.
-            unsafe { ManuallyDrop::drop(&mut self.engine) }
-        }));
-        if dropped.is_err() {
-            tracing::warn!(dir = %self.path.display(), "vector index flush on close failed");
-        }
+        // SAFETY: `engine` is never used again: this is the owner's drop.
+        unsafe { ManuallyDrop::drop(&mut self.engine) }
     }
 }
 
@@ -630,11 +623,12 @@ pub(crate) fn memory_id(id: &PointId) -> Result<MemoryId, VectorIndexError> {
     }
 }
 
-/// `EdgeShard::flush` panics on an I/O error instead of returning it: keep
-/// the panic inside this blocking task and report it.
+/// The engine's flush, its I/O error reported (`EdgeShard::flush` panics
+/// on one; `try_flush` is the vendored engine's).
 fn flush_shard(shard: &EdgeShard) -> Result<(), VectorIndexError> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| shard.flush()))
-        .map_err(|_| backend("flush failed"))
+    shard
+        .try_flush()
+        .map_err(|e| backend(format!("flush failed: {e}")))
 }
 
 /// The directory of the shard `dir` serves: the one `SHARD` names, else

@@ -177,20 +177,26 @@ impl EdgeShard {
     }
 
     pub fn flush(&self) {
+        self.try_flush().expect("shard flushed");
+    }
+
+    /// mnemo: [`Self::flush`], returning an I/O error instead of panicking
+    /// on it (a data dir removed or full under a running process): the
+    /// caller reports it, and nothing unwinds through the engine's locks.
+    pub fn try_flush(&self) -> OperationResult<()> {
         // mnemo: waits for the WAL and segment-holder locks. 0.7.0 took them
         // with `try_lock().expect(..)`, so a flush that met another holder
         // (an update, an optimiser's swap) panicked.
-        self.wal.lock().flush().expect("WAL flushed");
+        self.wal
+            .lock()
+            .flush()
+            .map_err(|err| OperationError::service_error(format!("WAL flush: {err}")))?;
 
         // mnemo: `force: false` flushes only the segments written since
         // their last flush. 0.7.0 forced every segment, so a write of one
         // point rewrote the state of every optimised segment too, at a cost
         // that grew with the shard (see vendor/README.md).
-        let persisted = self
-            .segments
-            .read()
-            .flush_all(true, false)
-            .expect("segments flushed");
+        let persisted = self.segments.read().flush_all(true, false)?;
 
         // mnemo: acknowledge what the segments now hold, as a server's shard
         // does after its flush, so the WAL drops its closed segments. 0.7.0
@@ -205,12 +211,16 @@ impl EdgeShard {
                 log::warn!("WAL not truncated after a flush: {err}");
             }
         }
+        Ok(())
     }
 }
 
 impl Drop for EdgeShard {
     fn drop(&mut self) {
-        self.flush();
+        // mnemo: logs a failed flush instead of panicking in a drop.
+        if let Err(err) = self.try_flush() {
+            log::error!("shard not flushed on close: {err}");
+        }
     }
 }
 
