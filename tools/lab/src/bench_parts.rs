@@ -52,7 +52,7 @@ pub struct PartsBenchArgs {
 const SESSION_TURNS: usize = 24;
 
 /// The process's CPU time so far (user + system), from `/proc/self/stat`.
-fn process_cpu() -> anyhow::Result<Duration> {
+pub(crate) fn process_cpu() -> anyhow::Result<Duration> {
     let stat = std::fs::read_to_string("/proc/self/stat")?;
     // Fields after the command name (which may hold spaces), closed by ')'.
     let fields: Vec<&str> = stat

@@ -16,7 +16,9 @@
 //!    message is a searchable episode and every memory consolidated from
 //!    them is projected. Prints the accept rate and the items (messages plus
 //!    the memories consolidation stored) made searchable per second, from
-//!    the first post.
+//!    the first post, and the process's CPU time per item over the same
+//!    span: the figure to compare builds by on a shared machine, where the
+//!    rate moves with what else runs and the CPU an item costs moves less.
 //!
 //! The embedder is, by default, an OpenAI-compatible embedding server on
 //! loopback started by the run (`--embedder loopback`) that answers with
@@ -41,6 +43,7 @@ use mnemo_embed::{Embedder, LexicalEmbedder};
 use serde_json::{json, Value};
 
 use crate::bench::{message_text, percentile, varied_text, EmbeddedServer};
+use crate::bench_parts::process_cpu;
 
 /// The vector size of the loopback server (all-MiniLM-L6-v2's).
 pub const DIMENSION: usize = 384;
@@ -388,6 +391,7 @@ async fn messages(client: &Arc<Client>, bench: &SearchableBench) -> anyhow::Resu
     );
     let per_client = bench.messages.div_ceil(clients);
     let next_id = Arc::new(AtomicU64::new(0));
+    let cpu_before = process_cpu()?;
     let started = Instant::now();
     let mut writers = Vec::new();
     for writer in 0..clients {
@@ -453,6 +457,7 @@ async fn messages(client: &Arc<Client>, bench: &SearchableBench) -> anyhow::Resu
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let searchable = started.elapsed();
+    let cpu = process_cpu()?.saturating_sub(cpu_before);
     let report = client.get("/v1/consolidation/report?days=1").await?;
     let stored = report["report"]["candidates"]["memory"]
         .as_u64()
@@ -484,8 +489,12 @@ async fn messages(client: &Arc<Client>, bench: &SearchableBench) -> anyhow::Resu
         (searchable - accepting).as_secs_f64()
     );
     println!(
-        "| **items searchable per second** (messages + memories) | **{:.0}** |\n",
+        "| **items searchable per second** (messages + memories) | **{:.0}** |",
         items as f64 / searchable.as_secs_f64()
+    );
+    println!(
+        "| process CPU per item (server and clients, user + system) | {:.0} µs |\n",
+        cpu.as_secs_f64() * 1e6 / items as f64
     );
     Ok(())
 }
