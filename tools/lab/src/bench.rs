@@ -121,6 +121,27 @@ pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[index]
 }
 
+/// The process's CPU time so far (user + system), from `/proc/self/stat`.
+pub(crate) fn process_cpu() -> anyhow::Result<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    // Fields after the command name (which may hold spaces), closed by ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .context("unexpected /proc/self/stat")?
+        .1
+        .split_whitespace()
+        .collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
+    let ticks: u64 = fields
+        .get(11..13)
+        .context("unexpected /proc/self/stat")?
+        .iter()
+        .map(|field| field.parse::<u64>())
+        .sum::<Result<u64, _>>()?;
+    // The kernel reports in USER_HZ, 100 on Linux.
+    Ok(Duration::from_millis(ticks * 10))
+}
+
 /// Realistic chat lines, some with PII so the scrubber does its usual work.
 pub(crate) fn message_text(n: usize) -> String {
     const LINES: [&str; 6] = [

@@ -37,7 +37,7 @@ use mnemo_event_store::ExpectedVersion;
 use mnemo_retriever::episodes::{self, READ_AHEAD};
 use mnemo_vector_index::VectorIndex;
 
-use crate::bench::varied_text;
+use crate::bench::{process_cpu, varied_text};
 
 #[derive(Debug, Clone)]
 pub struct PartsBenchArgs {
@@ -50,27 +50,6 @@ pub struct PartsBenchArgs {
 
 /// Turns per session, as `mnemo bench searchable` posts them.
 const SESSION_TURNS: usize = 24;
-
-/// The process's CPU time so far (user + system), from `/proc/self/stat`.
-pub(crate) fn process_cpu() -> anyhow::Result<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat")?;
-    // Fields after the command name (which may hold spaces), closed by ')'.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .context("unexpected /proc/self/stat")?
-        .1
-        .split_whitespace()
-        .collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 here.
-    let ticks: u64 = fields
-        .get(11..13)
-        .context("unexpected /proc/self/stat")?
-        .iter()
-        .map(|field| field.parse::<u64>())
-        .sum::<Result<u64, _>>()?;
-    // The kernel reports in USER_HZ, 100 on Linux.
-    Ok(Duration::from_millis(ticks * 10))
-}
 
 struct Stage {
     name: &'static str,

@@ -42,8 +42,7 @@ use mnemo_auth::Scope;
 use mnemo_embed::{Embedder, LexicalEmbedder};
 use serde_json::{json, Value};
 
-use crate::bench::{message_text, percentile, varied_text, EmbeddedServer};
-use crate::bench_parts::process_cpu;
+use crate::bench::{message_text, percentile, process_cpu, varied_text, EmbeddedServer};
 
 /// The vector size of the loopback server (all-MiniLM-L6-v2's).
 pub const DIMENSION: usize = 384;
