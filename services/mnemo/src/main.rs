@@ -347,9 +347,10 @@ enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         rounds: usize,
     },
-    /// What the two writes of every posted message cost alone (the sealed
-    /// log's append, the episode projection's indexing), one after the
-    /// other with nothing else running: the ceiling of `bench searchable`.
+    /// What the work every posted message causes costs, stage by stage
+    /// (the sealed log's append, the episode projection's indexing, rules
+    /// consolidation, the memory projection), one after the other with
+    /// nothing else running: the ceiling of `bench searchable`.
     Parts {
         #[arg(long, default_value_t = 100_000)]
         messages: usize,

@@ -1,7 +1,8 @@
-//! `mnemo bench parts`: what the two writes every posted message costs at
-//! least take on this machine, each alone, with nothing else running: the
-//! ceiling of `mnemo bench searchable` (items searchable per second) that
-//! no scheduling of the pipeline can pass.
+//! `mnemo bench parts`: what the work every posted message causes costs on
+//! this machine, stage by stage, each alone, with nothing else running:
+//! the ceiling of `mnemo bench searchable` (items searchable per second)
+//! that no scheduling of the pipeline can pass, and, against its CPU per
+//! item, how much of that goes between the stages.
 //!
 //! On a fresh data dir, with the lexical embedder:
 //! - **append**: `--messages` message events appended to the sealed log as
@@ -13,28 +14,56 @@
 //!   [`episodes::index_episodes`]: unsealed, embedded with the turn before
 //!   each, written with its BM25 terms and payload), [`READ_AHEAD`] turns a
 //!   write, the index flushed once a second as the projection flushes while
-//!   it is behind, one writer.
+//!   it is behind, one writer;
+//! - **consolidate**: the same messages handed to the consolidator as its
+//!   consumer group hands them over (runs of [`RUN`] records, each run's
+//!   arrivals buffered in one write, whole batches drained by its workers
+//!   meanwhile), every conversation then drained to its end, with the
+//!   rules;
+//! - **project the memories**: the memory events consolidation appended,
+//!   read from the log in runs of [`RUN`] and projected as the memory
+//!   projection's consumer does (`prepare`, `handle`, `flush`: read-model
+//!   rows and points).
+//!
+//! The last two run after the first two, so consolidation's neighbour
+//! lookups find the memories of its own group, not those of the groups
+//! before it (the projection has not indexed them yet): it may create a
+//! memory the pipeline would have reinforced, and each stage is still the
+//! work the pipeline does for a message.
+//!
+//! Every stage's CPU is also given per posted message, and their sum is
+//! what a message costs with no HTTP, relay, bus or scheduling between
+//! the stages: what `mnemo bench searchable` measures per item beyond it
+//! is the plumbing's.
 //!
 //! Each stage's process CPU time (user + system, from `/proc/self/stat`) is
 //! its cost: the stages run one after the other in this process, and the
-//! runtime has nothing else to do. The ceiling assumes every core spends
-//! all its time on these two stages alone, so the pipeline, which also
-//! answers HTTP, scrubs, relays, consolidates and projects memories, stays
-//! below it. Prints figures; asserts nothing but that every message was
-//! read back and indexed.
+//! runtime has nothing else to do (the consolidator's workers included:
+//! the stage waits for them). A ceiling assumes every core spends all its
+//! time on those stages alone, so the pipeline, which also answers HTTP,
+//! scrubs, relays and polls the bus, stays below it. Prints figures;
+//! asserts nothing but that every message was read back, indexed and
+//! consolidated, and that memories were projected.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use chrono::Utc;
+use mnemo_bus::{topics, EventHandler};
+use mnemo_consolidator::pipeline::Pipeline;
+use mnemo_consolidator::rules::RuleStrategy;
+use mnemo_consolidator::Consolidator;
 use mnemo_domain::events::{streams, MessageReceived, Role};
+use mnemo_domain::RecordedEvent;
 use mnemo_domain::{
     DomainEvent, EventId, EventMetadata, SessionId, SubjectId, SubjectText, TenantId,
 };
 use mnemo_event_store::sealed::Pending;
 use mnemo_event_store::ExpectedVersion;
 use mnemo_retriever::episodes::{self, READ_AHEAD};
+use mnemo_retriever::projection::MemoryProjection;
 use mnemo_vector_index::VectorIndex;
 
 use crate::bench::{process_cpu, varied_text};
@@ -50,6 +79,9 @@ pub struct PartsBenchArgs {
 
 /// Turns per session, as `mnemo bench searchable` posts them.
 const SESSION_TURNS: usize = 24;
+
+/// Records a consumer takes in one run (`ConsumerOptions::max_batch`).
+const RUN: usize = 1024;
 
 struct Stage {
     name: &'static str,
@@ -210,9 +242,89 @@ pub async fn parts(args: PartsBenchArgs) -> anyhow::Result<()> {
         args.messages
     );
 
+    let consolidator = Consolidator::new(Pipeline {
+        log: log.clone(),
+        buffer: stores.buffer.clone(),
+        strategy: Arc::new(RuleStrategy::new()),
+        fallback: None,
+        budget: Arc::default(),
+        embedder: embedder.clone(),
+        index: index.clone(),
+        read_model: stores.read_model.clone(),
+        policies: Arc::new(settings.consolidation.clone()),
+        metrics: None,
+    });
+    let (consolidated, ()) = timed("consolidate (rules)", args.messages, async {
+        let mut conversations = Vec::with_capacity(subjects.len());
+        for subject in &subjects {
+            let stream = streams::conversation(subject);
+            conversations.push(log.store().read_stream(&tenant, &stream).await?);
+        }
+        // The conversations' records interleaved, as the bus delivers
+        // posts of several clients.
+        let longest = conversations.iter().map(Vec::len).max().unwrap_or(0);
+        let mut run = Vec::with_capacity(RUN);
+        for start in (0..longest).step_by(args.batch) {
+            for events in &conversations {
+                run.extend(events.iter().skip(start).take(args.batch));
+                if run.len() >= RUN {
+                    hand_over(&consolidator, &std::mem::take(&mut run)).await?;
+                }
+            }
+        }
+        hand_over(&consolidator, &run).await?;
+        for subject in &subjects {
+            for conversation in consolidator
+                .pipeline()
+                .buffer
+                .conversations(&tenant, subject)
+                .await?
+            {
+                consolidator.drain(&conversation).await?;
+            }
+        }
+        consolidator.stop().await;
+        Ok(())
+    })
+    .await?;
+    let waiting = stores.buffer.stats().await?.messages;
+    anyhow::ensure!(waiting == 0, "{waiting} messages still buffered");
+
+    let projection = MemoryProjection::new(
+        log.clone(),
+        stores.read_model.clone(),
+        embedder.clone(),
+        index.clone(),
+    );
+    let (projected, memory_events) = timed("project the memories", args.messages, async {
+        let (mut position, mut projected) = (0, 0usize);
+        loop {
+            let events = log.store().read_all(position, RUN as u32).await?;
+            let Some(last) = events.last() else { break };
+            position = last.global_position;
+            let run: Vec<RecordedEvent> = events
+                .into_iter()
+                .filter(|e| topics::for_event_type(&e.event_type) == topics::MEMORY_EVENTS)
+                .collect();
+            if run.is_empty() {
+                continue;
+            }
+            projection.prepare(&run).await?;
+            for event in &run {
+                projection.handle(event).await?;
+            }
+            projection.flush().await?;
+            projected += run.len();
+        }
+        Ok(projected)
+    })
+    .await?;
+    anyhow::ensure!(memory_events > 0, "consolidation appended no memory event");
+
     println!("| stage | items | wall | items/s | CPU | CPU per item |");
     println!("|---|---:|---:|---:|---:|---:|");
-    for stage in [&append, &indexed] {
+    let stages = [&append, &indexed, &consolidated, &projected];
+    for stage in stages {
         println!(
             "| {} | {} | {:.2} s | {:.0} | {:.2} s | {:.0} µs |",
             stage.name,
@@ -226,12 +338,30 @@ pub async fn parts(args: PartsBenchArgs) -> anyhow::Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let per_message = append.cpu_per_item() + indexed.cpu_per_item();
     println!(
-        "\nBoth stages: {:.0} µs of CPU per message. On {cores} cores doing nothing else, \
+        "\nThe two writes: {:.0} µs of CPU per message. On {cores} cores doing nothing else, \
          at most {:.0} messages/s become searchable episodes.",
         per_message.as_secs_f64() * 1e6,
         cores as f64 / per_message.as_secs_f64().max(f64::EPSILON)
     );
+    let all: Duration = stages.iter().map(|stage| stage.cpu_per_item()).sum();
+    println!(
+        "All four stages ({memory_events} memory events projected): {:.0} µs of CPU per message, \
+         at most {:.0} messages/s on {cores} cores with nothing between the stages.",
+        all.as_secs_f64() * 1e6,
+        cores as f64 / all.as_secs_f64().max(f64::EPSILON)
+    );
     stores.close().await;
+    Ok(())
+}
+
+/// One run of the consolidator's records, as its consumer handles it: each
+/// record, then the run's flush (its arrivals buffered in one write, the
+/// conversations holding a whole batch handed to the workers).
+async fn hand_over(consolidator: &Consolidator, run: &[&RecordedEvent]) -> anyhow::Result<()> {
+    for event in run {
+        consolidator.handle(event).await?;
+    }
+    consolidator.flush().await?;
     Ok(())
 }
 
@@ -253,7 +383,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn every_message_appended_is_read_back_and_indexed() {
+    async fn every_message_appended_is_indexed_consolidated_and_its_memories_projected() {
         // Uneven on purpose: the last append of a round is short, and the
         // conversations end at different lengths.
         parts(PartsBenchArgs {
