@@ -482,6 +482,7 @@ fn build_consolidator(
             index: vectors.index.clone(),
             read_model: stores.read_model.clone(),
             policies: Arc::new(settings.consolidation.clone()),
+            delivered: Default::default(),
         },
         workers,
     ))

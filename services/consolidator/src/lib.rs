@@ -586,6 +586,8 @@ impl EventHandler for Consolidator {
                     subject: subject.clone(),
                     session,
                 };
+                // Sealed, as delivered: its drain opens it again.
+                self.pipeline().delivered.keep(event.clone());
                 self.inner
                     .arrived
                     .lock()

@@ -43,7 +43,7 @@ use mnemo_domain::events::{
 };
 use mnemo_domain::{
     importance_for, DomainEvent, EventId, EventMetadata, MemoryId, MemoryKind, MemoryState,
-    Producer, Provenance, SessionId, SubjectId, SubjectText, TenantId,
+    Producer, Provenance, RecordedEvent, SessionId, SubjectId, SubjectText, TenantId,
 };
 use mnemo_embed::Embedder;
 use mnemo_event_store::sealed::{Pending, SealedLog};
@@ -159,6 +159,75 @@ pub enum Batches {
     All,
 }
 
+/// The messages the consolidator's consumer was delivered, as the log
+/// holds them (sealed under the subject's key), until a drain takes them:
+/// a batch reads from the log only the messages not here.
+///
+/// Key decision: the consumer has each message in hand when it buffers
+/// it, and the drain that follows seconds later read it back, a read and a
+/// parse of every message (a quarter of the consolidator's own time in
+/// `mnemo bench parts`). What is kept is the sealed event, never its
+/// opened text: a drain opens it as it opens the log's copy, so a subject
+/// erased in between reads as erased here too. Only an optimisation: a
+/// message not here (another process delivered it, a restart, a memory
+/// dropped whole at [`Delivered::KEPT`]) is read from the log.
+#[derive(Default)]
+pub struct Delivered {
+    events: std::sync::Mutex<std::collections::HashMap<EventId, RecordedEvent>>,
+}
+
+impl Delivered {
+    /// Messages kept at most. Past it the memory is dropped whole rather
+    /// than one by one, as the episode projection's is: a message whose
+    /// drain never comes (its subject erased meanwhile, a redelivery of a
+    /// message consolidated before) cannot pile up, and under a backlog
+    /// larger than this the drains read the log as before.
+    pub const KEPT: usize = 8_192;
+
+    /// Keeps a delivered message for the drain of its batch.
+    pub fn keep(&self, event: RecordedEvent) {
+        let mut events = self.events();
+        if events.len() >= Self::KEPT {
+            events.clear();
+        }
+        events.insert(event.event_id, event);
+    }
+
+    /// Takes the messages kept of these, the tenant's only.
+    fn take(
+        &self,
+        tenant: &TenantId,
+        ids: &[EventId],
+    ) -> std::collections::HashMap<EventId, RecordedEvent> {
+        let mut events = self.events();
+        ids.iter()
+            .filter_map(|id| {
+                // An id names one event, of one tenant; another tenant's
+                // is left where it is.
+                if events.get(id)?.tenant != *tenant {
+                    return None;
+                }
+                events.remove(id).map(|event| (*id, event))
+            })
+            .collect()
+    }
+
+    /// How many messages are kept.
+    pub fn len(&self) -> usize {
+        self.events().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn events(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<EventId, RecordedEvent>> {
+        self.events.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 pub struct Pipeline {
     pub log: SealedLog,
     pub buffer: Arc<dyn MessageBuffer>,
@@ -173,6 +242,8 @@ pub struct Pipeline {
     pub read_model: Arc<dyn MemoryReadModel>,
     pub policies: Arc<Policies<ConsolidationPolicy>>,
     pub metrics: Option<Metrics>,
+    /// What the consumer delivered, for the drains (see [`Delivered`]).
+    pub delivered: Delivered,
 }
 
 fn batch_key(event_ids: &[EventId]) -> String {
@@ -318,10 +389,33 @@ impl Pipeline {
         tenant: &TenantId,
         ids: &[EventId],
     ) -> Result<Vec<ConversationMessage>, PipelineError> {
-        // One read for the batch, in the buffer's order.
-        let events = self.log.get_events(tenant, ids).await?;
-        let mut messages = Vec::with_capacity(events.len());
-        for decoded in events {
+        // What the consumer was delivered, then one read of the log for
+        // the rest; in the buffer's order either way.
+        let mut delivered = self.delivered.take(tenant, ids);
+        let missing: Vec<EventId> = ids
+            .iter()
+            .filter(|id| !delivered.contains_key(id))
+            .copied()
+            .collect();
+        let mut read: std::collections::HashMap<EventId, _> = if missing.is_empty() {
+            Default::default()
+        } else {
+            self.log
+                .get_events(tenant, &missing)
+                .await?
+                .into_iter()
+                .map(|decoded| (decoded.recorded.event_id, decoded))
+                .collect()
+        };
+        let mut messages = Vec::with_capacity(ids.len());
+        for id in ids {
+            let decoded = match delivered.remove(id) {
+                Some(event) => self.log.decode(event).await?,
+                None => match read.remove(id) {
+                    Some(decoded) => decoded,
+                    None => continue,
+                },
+            };
             let id = decoded.recorded.event_id;
             if let DomainEvent::MessageReceived(message) = decoded.event {
                 // An erased subject's messages have nothing left to learn from.

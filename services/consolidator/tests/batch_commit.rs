@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::Utc;
+use mnemo_bus::EventHandler;
 use mnemo_config::Policies;
 use mnemo_consolidator::buffer::{Conversation, MessageBuffer, SqliteMessageBuffer};
 use mnemo_consolidator::pipeline::{Batches, Pipeline};
@@ -40,6 +41,8 @@ struct FailingRecord {
     fail_record: AtomicBool,
     /// Calls of `append_streams` that reached the log (commits).
     commits: AtomicUsize,
+    /// Every id asked of `get_events`, in order.
+    asked: std::sync::Mutex<Vec<EventId>>,
 }
 
 #[async_trait]
@@ -114,6 +117,7 @@ impl EventStore for FailingRecord {
         tenant: &TenantId,
         event_ids: &[EventId],
     ) -> Result<Vec<RecordedEvent>, EventStoreError> {
+        self.asked.lock().unwrap().extend_from_slice(event_ids);
         self.inner.get_events(tenant, event_ids).await
     }
     async fn query(
@@ -189,6 +193,7 @@ async fn setup(dir: &std::path::Path, policy: ConsolidationPolicy) -> Setup {
         inner: SqliteEventStore::new(pool.clone()).await.unwrap(),
         fail_record: AtomicBool::new(true),
         commits: AtomicUsize::new(0),
+        asked: Default::default(),
     });
     let cipher = Arc::new(SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new())));
     let log = SealedLog::new(store.clone(), cipher.clone());
@@ -207,6 +212,7 @@ async fn setup(dir: &std::path::Path, policy: ConsolidationPolicy) -> Setup {
             tenants: BTreeMap::new(),
         }),
         metrics: None,
+        delivered: Default::default(),
     };
     Setup {
         store,
@@ -449,4 +455,116 @@ async fn a_subjects_batches_drained_together_commit_once_and_a_later_batch_reinf
             .len(),
         3
     );
+}
+
+/// The messages the consumer was delivered are consolidated from what it
+/// kept (`Delivered`), not read back from the log, and what it kept is
+/// sealed: a subject erased between delivery and drain reads as erased,
+/// and nothing is made of its messages.
+#[tokio::test]
+async fn delivered_messages_are_consolidated_without_a_read_of_the_log_and_stay_sealed() {
+    let dir = tempfile::tempdir().unwrap();
+    let Setup {
+        store,
+        log,
+        pipeline,
+        ..
+    } = setup(dir.path(), ConsolidationPolicy::default()).await;
+    store.fail_record.store(false, Ordering::SeqCst);
+    let consolidator = mnemo_consolidator::Consolidator::with_workers(pipeline, 1);
+    let tenant = TenantId::parse("acme").unwrap();
+    let lines = ["I live in Lyon.", "I love jazz."];
+    // Appends a subject's messages; when `deliver`, hands them to the
+    // consolidator as its consumer does. Returns their ids.
+    let post = |name: &'static str, deliver: bool| {
+        let (log, store, consolidator, tenant) = (&log, &store, &consolidator, &tenant);
+        async move {
+            let subject = SubjectId::parse(name).unwrap();
+            append_messages(log, tenant, &subject, &lines).await;
+            let recorded = store
+                .inner
+                .read_stream(tenant, &streams::conversation(&subject))
+                .await
+                .unwrap();
+            if deliver {
+                for event in &recorded {
+                    consolidator.handle(event).await.unwrap();
+                }
+                consolidator.flush().await.unwrap();
+            }
+            let conversation = Conversation {
+                tenant: tenant.clone(),
+                subject,
+                session: String::new(),
+            };
+            let ids: Vec<EventId> = recorded.iter().map(|e| e.event_id).collect();
+            (conversation, ids)
+        }
+    };
+    let asked = |ids: &[EventId]| {
+        let asked = store.asked.lock().unwrap();
+        ids.iter().filter(|id| asked.contains(id)).count()
+    };
+
+    // Delivered: consolidated from what the consumer kept.
+    let (delivered, delivered_ids) = post("ann", true).await;
+    assert_eq!(consolidator.pipeline().delivered.len(), lines.len());
+    let outcome = consolidator.drain(&delivered).await.unwrap();
+    assert_eq!(outcome.created, lines.len(), "{outcome:?}");
+    assert_eq!(
+        asked(&delivered_ids),
+        0,
+        "the delivered messages were read back"
+    );
+    assert!(consolidator.pipeline().delivered.is_empty());
+
+    // Not delivered to this process (a restart, another consumer): read
+    // from the log, with the same memories.
+    let (buffered, buffered_ids) = post("bob", false).await;
+    buffer_as_consumer(&consolidator, &buffered, &buffered_ids, store.as_ref()).await;
+    let outcome = consolidator.drain(&buffered).await.unwrap();
+    assert_eq!(outcome.created, lines.len(), "{outcome:?}");
+    assert_eq!(asked(&buffered_ids), buffered_ids.len());
+
+    // Erased after delivery, before the drain: what was kept is sealed
+    // under the destroyed key, so the batch learns nothing.
+    let (erased, erased_ids) = post("cy", true).await;
+    log.cipher()
+        .destroy(&tenant, &erased.subject)
+        .await
+        .unwrap();
+    let outcome = consolidator.drain(&erased).await.unwrap();
+    assert_eq!(outcome.created, 0, "{outcome:?}");
+    assert_eq!(asked(&erased_ids), 0);
+    let made_of_cy = events_of(store.as_ref(), &tenant, EventType::MemoryCreated)
+        .await
+        .iter()
+        .filter(|e| e.subject.as_ref() == Some(&erased.subject))
+        .count();
+    assert_eq!(made_of_cy, 0);
+}
+
+/// Buffers messages the way the consumer does, without handing them over
+/// (what a process that did not deliver them finds in the buffer).
+async fn buffer_as_consumer(
+    consolidator: &mnemo_consolidator::Consolidator,
+    conversation: &Conversation,
+    ids: &[EventId],
+    store: &FailingRecord,
+) {
+    let recorded = store
+        .inner
+        .get_events(&conversation.tenant, ids)
+        .await
+        .unwrap();
+    let buffered: Vec<(Conversation, EventId, i64)> = recorded
+        .iter()
+        .map(|e| (conversation.clone(), e.event_id, e.global_position))
+        .collect();
+    consolidator
+        .pipeline()
+        .buffer
+        .add_many(&buffered)
+        .await
+        .unwrap();
 }

@@ -253,6 +253,7 @@ pub async fn parts(args: PartsBenchArgs) -> anyhow::Result<()> {
         read_model: stores.read_model.clone(),
         policies: Arc::new(settings.consolidation.clone()),
         metrics: None,
+        delivered: Default::default(),
     });
     let (consolidated, ()) = timed("consolidate (rules)", args.messages, async {
         let mut conversations = Vec::with_capacity(subjects.len());
