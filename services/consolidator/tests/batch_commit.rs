@@ -467,38 +467,37 @@ async fn delivered_messages_are_consolidated_without_a_read_of_the_log_and_stay_
     let Setup {
         store,
         log,
+        buffer,
         pipeline,
-        ..
     } = setup(dir.path(), ConsolidationPolicy::default()).await;
     store.fail_record.store(false, Ordering::SeqCst);
     let consolidator = mnemo_consolidator::Consolidator::with_workers(pipeline, 1);
     let tenant = TenantId::parse("acme").unwrap();
     let lines = ["I live in Lyon.", "I love jazz."];
-    // Appends a subject's messages; when `deliver`, hands them to the
-    // consolidator as its consumer does. Returns their ids.
-    let post = |name: &'static str, deliver: bool| {
+    let conversation = |subject: &SubjectId| Conversation {
+        tenant: tenant.clone(),
+        subject: subject.clone(),
+        session: String::new(),
+    };
+    // Appends a subject's messages and hands them to the consolidator as
+    // its consumer does; returns their ids.
+    let deliver = |subject: SubjectId| {
         let (log, store, consolidator, tenant) = (&log, &store, &consolidator, &tenant);
         async move {
-            let subject = SubjectId::parse(name).unwrap();
             append_messages(log, tenant, &subject, &lines).await;
             let recorded = store
                 .inner
                 .read_stream(tenant, &streams::conversation(&subject))
                 .await
                 .unwrap();
-            if deliver {
-                for event in &recorded {
-                    consolidator.handle(event).await.unwrap();
-                }
-                consolidator.flush().await.unwrap();
+            for event in &recorded {
+                consolidator.handle(event).await.unwrap();
             }
-            let conversation = Conversation {
-                tenant: tenant.clone(),
-                subject,
-                session: String::new(),
-            };
-            let ids: Vec<EventId> = recorded.iter().map(|e| e.event_id).collect();
-            (conversation, ids)
+            consolidator.flush().await.unwrap();
+            recorded
+                .iter()
+                .map(|e| e.event_id)
+                .collect::<Vec<EventId>>()
         }
     };
     let asked = |ids: &[EventId]| {
@@ -507,9 +506,10 @@ async fn delivered_messages_are_consolidated_without_a_read_of_the_log_and_stay_
     };
 
     // Delivered: consolidated from what the consumer kept.
-    let (delivered, delivered_ids) = post("ann", true).await;
+    let ann = SubjectId::parse("ann").unwrap();
+    let delivered_ids = deliver(ann.clone()).await;
     assert_eq!(consolidator.pipeline().delivered.len(), lines.len());
-    let outcome = consolidator.drain(&delivered).await.unwrap();
+    let outcome = consolidator.drain(&conversation(&ann)).await.unwrap();
     assert_eq!(outcome.created, lines.len(), "{outcome:?}");
     assert_eq!(
         asked(&delivered_ids),
@@ -518,53 +518,26 @@ async fn delivered_messages_are_consolidated_without_a_read_of_the_log_and_stay_
     );
     assert!(consolidator.pipeline().delivered.is_empty());
 
-    // Not delivered to this process (a restart, another consumer): read
-    // from the log, with the same memories.
-    let (buffered, buffered_ids) = post("bob", false).await;
-    buffer_as_consumer(&consolidator, &buffered, &buffered_ids, store.as_ref()).await;
-    let outcome = consolidator.drain(&buffered).await.unwrap();
+    // Buffered but not delivered to this process (a restart, another
+    // consumer): read from the log, with the same memories.
+    let bob = SubjectId::parse("bob").unwrap();
+    let buffered_ids = post(&log, &buffer, &tenant, &bob, "", &lines).await;
+    let outcome = consolidator.drain(&conversation(&bob)).await.unwrap();
     assert_eq!(outcome.created, lines.len(), "{outcome:?}");
     assert_eq!(asked(&buffered_ids), buffered_ids.len());
 
     // Erased after delivery, before the drain: what was kept is sealed
     // under the destroyed key, so the batch learns nothing.
-    let (erased, erased_ids) = post("cy", true).await;
-    log.cipher()
-        .destroy(&tenant, &erased.subject)
-        .await
-        .unwrap();
-    let outcome = consolidator.drain(&erased).await.unwrap();
+    let cy = SubjectId::parse("cy").unwrap();
+    let erased_ids = deliver(cy.clone()).await;
+    log.cipher().destroy(&tenant, &cy).await.unwrap();
+    let outcome = consolidator.drain(&conversation(&cy)).await.unwrap();
     assert_eq!(outcome.created, 0, "{outcome:?}");
     assert_eq!(asked(&erased_ids), 0);
     let made_of_cy = events_of(store.as_ref(), &tenant, EventType::MemoryCreated)
         .await
         .iter()
-        .filter(|e| e.subject.as_ref() == Some(&erased.subject))
+        .filter(|e| e.subject.as_ref() == Some(&cy))
         .count();
     assert_eq!(made_of_cy, 0);
-}
-
-/// Buffers messages the way the consumer does, without handing them over
-/// (what a process that did not deliver them finds in the buffer).
-async fn buffer_as_consumer(
-    consolidator: &mnemo_consolidator::Consolidator,
-    conversation: &Conversation,
-    ids: &[EventId],
-    store: &FailingRecord,
-) {
-    let recorded = store
-        .inner
-        .get_events(&conversation.tenant, ids)
-        .await
-        .unwrap();
-    let buffered: Vec<(Conversation, EventId, i64)> = recorded
-        .iter()
-        .map(|e| (conversation.clone(), e.event_id, e.global_position))
-        .collect();
-    consolidator
-        .pipeline()
-        .buffer
-        .add_many(&buffered)
-        .await
-        .unwrap();
 }
