@@ -17,11 +17,12 @@ use mnemo_config::Policies;
 use mnemo_consolidator::buffer::{Conversation, MessageBuffer, SqliteMessageBuffer};
 use mnemo_consolidator::pipeline::{Batches, Pipeline};
 use mnemo_consolidator::rules::RuleStrategy;
-use mnemo_crypto::{MemorySubjectKeyStore, SubjectCipher};
+use mnemo_crypto::{MemorySubjectKeyStore, SubjectCipher, TokenPurpose};
 use mnemo_domain::consolidation::ConsolidationPolicy;
 use mnemo_domain::events::{streams, EventType, MessageReceived, Role};
 use mnemo_domain::{
-    DomainEvent, EventId, EventMetadata, NewEvent, RecordedEvent, SubjectId, SubjectText, TenantId,
+    DomainEvent, EventId, EventMetadata, NewEvent, RecordedEvent, SessionId, SubjectId,
+    SubjectText, TenantId,
 };
 use mnemo_embed::LexicalEmbedder;
 use mnemo_event_store::sealed::{Pending, SealedLog};
@@ -229,6 +230,16 @@ async fn append_messages(
     subject: &SubjectId,
     lines: &[&str],
 ) -> AppendResult {
+    append_session_messages(log, tenant, subject, None, lines).await
+}
+
+async fn append_session_messages(
+    log: &SealedLog,
+    tenant: &TenantId,
+    subject: &SubjectId,
+    session: Option<&str>,
+    lines: &[&str],
+) -> AppendResult {
     let pending: Vec<Pending> = lines
         .iter()
         .map(|line| Pending {
@@ -239,7 +250,7 @@ async fn append_messages(
                 role: Role::User,
                 content: SubjectText::new(*line),
                 timestamp: Utc::now(),
-                session: None,
+                session: session.map(|s| SessionId::parse(s).unwrap()),
                 agent: None,
                 pii: Default::default(),
             }),
@@ -540,4 +551,77 @@ async fn delivered_messages_are_consolidated_without_a_read_of_the_log_and_stay_
         .filter(|e| e.subject.as_ref() == Some(&cy))
         .count();
     assert_eq!(made_of_cy, 0);
+}
+
+/// On arrival the consumer opens only a message's content and session: a
+/// message joins its session's conversation under the session's keyed
+/// token (never its plain id), a message without one joins the subject's
+/// conversation without a session, and a subject erased before delivery
+/// has nothing buffered and nothing kept.
+#[tokio::test]
+async fn arrivals_join_their_sessions_conversation_and_an_erased_subjects_are_not_buffered() {
+    let dir = tempfile::tempdir().unwrap();
+    let Setup {
+        store,
+        log,
+        buffer,
+        pipeline,
+    } = setup(dir.path(), ConsolidationPolicy::default()).await;
+    store.fail_record.store(false, Ordering::SeqCst);
+    let consolidator = mnemo_consolidator::Consolidator::with_workers(pipeline, 1);
+    let tenant = TenantId::parse("acme").unwrap();
+    let deliver = |subject: SubjectId| {
+        let (store, consolidator, tenant) = (&store, &consolidator, &tenant);
+        async move {
+            let recorded = store
+                .inner
+                .read_stream(tenant, &streams::conversation(&subject))
+                .await
+                .unwrap();
+            for event in &recorded {
+                consolidator.handle(event).await.unwrap();
+            }
+            consolidator.flush().await.unwrap();
+        }
+    };
+
+    let ann = SubjectId::parse("ann").unwrap();
+    append_session_messages(&log, &tenant, &ann, Some("trip-1"), &["I live in Lyon."]).await;
+    append_session_messages(&log, &tenant, &ann, None, &["I love jazz."]).await;
+    deliver(ann.clone()).await;
+    let token = log
+        .cipher()
+        .live_token(&tenant, &ann, TokenPurpose::Session, "trip-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(token, "trip-1");
+    let mut sessions: Vec<String> = buffer
+        .conversations(&tenant, &ann)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.session)
+        .collect();
+    sessions.sort();
+    let mut expected = vec![String::new(), token.clone()];
+    expected.sort();
+    assert_eq!(sessions, expected);
+    assert_eq!(consolidator.pipeline().delivered.len(), 2);
+    let trip = Conversation {
+        tenant: tenant.clone(),
+        subject: ann.clone(),
+        session: token,
+    };
+    let outcome = consolidator.drain(&trip).await.unwrap();
+    assert_eq!((outcome.messages, outcome.created), (1, 1), "{outcome:?}");
+
+    // Erased before its messages were delivered: nothing to learn from.
+    let cy = SubjectId::parse("cy").unwrap();
+    append_session_messages(&log, &tenant, &cy, Some("trip-2"), &["I live in Oslo."]).await;
+    append_session_messages(&log, &tenant, &cy, None, &["I love tango."]).await;
+    log.cipher().destroy(&tenant, &cy).await.unwrap();
+    deliver(cy.clone()).await;
+    assert!(buffer.conversations(&tenant, &cy).await.unwrap().is_empty());
+    assert_eq!(consolidator.pipeline().delivered.len(), 1);
 }
