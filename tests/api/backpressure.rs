@@ -1,6 +1,6 @@
-//! Backpressure: per-tenant quotas answer 429 and the backlog ceiling 503,
-//! each with `Retry-After`, a JSON error naming the limit, and nothing
-//! appended; the backlog shows in `/readyz` (`degraded` with its reasons,
+//! Backpressure: per-tenant quotas answer 429, the backlog ceiling 503
+//! and a disk below its floor of free space 507, each with `Retry-After`,
+//! a JSON error naming the limit, and nothing appended; the backlog shows in `/readyz` (`degraded` with its reasons,
 //! still 200) and `/metrics`, and both return to normal once it drains.
 
 use std::time::Duration;
@@ -303,6 +303,7 @@ async fn the_backlog_degrades_readiness_and_past_its_ceiling_ingest_answers_503(
     let ready = app.public_json("/readyz").await;
     assert_eq!(ready["status"], "ready", "{ready}");
     assert_eq!(ready["backlog"]["consolidation"]["messages"], 0, "{ready}");
+    assert!(ready["disk_free_bytes"].as_u64().is_some(), "{ready}");
 
     let posted = app.post_messages(&token, "s1", messages(0, 6)).await;
     assert_eq!(posted.status(), 202);
@@ -391,6 +392,60 @@ async fn the_backlog_degrades_readiness_and_past_its_ceiling_ingest_answers_503(
 }
 
 /// The value of a counter or gauge with labels, e.g. `name{limit="slowdown"}`.
+/// A disk with less free space than the floor (here a floor no disk
+/// reaches) makes the process `degraded` and has ingest refuse new content
+/// with 507 before the append, for every tenant; an erasure still runs.
+#[tokio::test]
+async fn a_disk_below_its_floor_degrades_readiness_and_ingest_answers_507() {
+    let app = app_with("[backlog]\nmin_free_disk_bytes = 9000000000000000000\n").await;
+    let token = app.admin("t1");
+    let ready = app.public_json("/readyz").await;
+    assert_eq!(ready["status"], "degraded", "{ready}");
+    let free = ready["disk_free_bytes"].as_u64().expect("the disk is read");
+    assert_eq!(
+        ready["degraded"],
+        json!([format!(
+            "free disk {free} bytes < 9000000000000000000 bytes"
+        )]),
+        "{ready}"
+    );
+
+    let refused = app.post_messages(&token, "s1", messages(0, 2)).await;
+    let retry_after =
+        assert_refused(refused, 507, "insufficient_storage", "min_free_disk_bytes").await;
+    assert_eq!(retry_after, 60);
+    let other = app.admin("t2");
+    let refused = app
+        .create_memory(
+            &other,
+            "s1",
+            json!({"content": "Keeps bees", "kind": "fact"}),
+        )
+        .await;
+    assert_refused(refused, 507, "insufficient_storage", "min_free_disk_bytes").await;
+    assert_eq!(message_events(&app, "t1").await, 0);
+    assert_eq!(event_count(&app, "t2", "MemoryCreated").await, 0);
+    // An erasure is never refused: it is how room is made, and a right.
+    let receipt = app.erase(&token, "s1").await;
+    assert_eq!(receipt["status"], "completed", "{receipt}");
+
+    let metrics = app.public("/metrics").await.text().await.unwrap();
+    assert!(gauge(&metrics, "mnemo_disk_free_bytes") > 0.0);
+    assert_eq!(gauge(&metrics, "mnemo_degraded"), 1.0);
+    assert_eq!(
+        labelled(&metrics, "mnemo_ingest_refused_total{limit=\"disk\"}"),
+        2.0
+    );
+    let status = std::process::Command::new(mnemo_tests::binary("mnemo"))
+        .args(["status", "--url", &app.address])
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&status.stdout);
+    assert_eq!(status.status.code(), Some(1), "{printed}");
+    assert!(printed.contains("  degraded:     free disk "), "{printed}");
+    assert!(printed.contains("disk free       "), "{printed}");
+}
+
 fn labelled(metrics: &str, name_and_labels: &str) -> f64 {
     metrics
         .lines()

@@ -591,8 +591,12 @@ fn backlog(
             degraded_age: settings.backlog.degraded_age,
             ceiling: settings.backlog.ceiling_messages,
             slowdown: settings.backlog.slowdown,
+            min_free_disk: settings.backlog.min_free_disk_bytes,
         },
     )
+    // Every process keeps its lock there, and an embedded one its
+    // database and index: what fills first when the disk does.
+    .watch_disk(&settings.data_dir)
 }
 
 fn serve_http(

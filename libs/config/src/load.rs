@@ -16,7 +16,13 @@ pub(crate) struct RawBacklog {
     degraded_seconds: Option<u64>,
     ceiling_messages: Option<u64>,
     slowdown_seconds: Option<f64>,
+    min_free_disk_bytes: Option<u64>,
 }
+
+/// Free space the data dir's file system keeps by default: room for the
+/// WAL to be checkpointed and for the index to rebuild a segment beside
+/// the old one, both of which need space before they free any.
+pub const DEFAULT_MIN_FREE_DISK_BYTES: u64 = 1 << 30;
 
 /// When `/readyz` says `degraded` and when ingest stops accepting.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,6 +40,10 @@ pub struct BacklogSettings {
     /// before ingest paces new messages to the rate consolidation sustains
     /// (None, from `slowdown_seconds = 0`: never paced).
     pub slowdown: Option<Duration>,
+    /// Free bytes the data dir's file system must keep: below, the process
+    /// is `degraded` and ingest refuses new content with 507 before it
+    /// appends (0: never).
+    pub min_free_disk_bytes: u64,
 }
 
 impl RawBacklog {
@@ -54,6 +64,9 @@ impl RawBacklog {
                     ))
                 }
             },
+            min_free_disk_bytes: self
+                .min_free_disk_bytes
+                .unwrap_or(DEFAULT_MIN_FREE_DISK_BYTES),
         };
         if settings.degraded_records == 0
             || settings.degraded_age.is_zero()
@@ -129,6 +142,16 @@ mod tests {
         assert_eq!(set.backlog.degraded_age, Duration::from_secs(5));
         let error = load_toml("[backlog]\nceiling_messages = 0\n").unwrap_err();
         assert!(error.to_string().contains("backlog"), "{error}");
+    }
+
+    #[test]
+    fn the_free_disk_floor_defaults_to_a_gibibyte_and_zero_turns_it_off() {
+        let settings = load_toml("").unwrap();
+        assert_eq!(settings.backlog.min_free_disk_bytes, 1 << 30);
+        let off = load_toml("[backlog]\nmin_free_disk_bytes = 0\n").unwrap();
+        assert_eq!(off.backlog.min_free_disk_bytes, 0);
+        let set = load_toml("[backlog]\nmin_free_disk_bytes = 5000000000\n").unwrap();
+        assert_eq!(set.backlog.min_free_disk_bytes, 5_000_000_000);
     }
 
     #[test]

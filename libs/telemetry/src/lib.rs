@@ -363,13 +363,18 @@ pub struct Metrics {
     pub consolidation_buffer_oldest_seconds: Gauge,
     /// `mnemo_degraded`: 1 while `/readyz` says `degraded`.
     pub degraded: IntGauge,
+    /// `mnemo_disk_free_bytes`: bytes still free to the process on the
+    /// file system of its data dir (kept at its last reading while it
+    /// cannot be read).
+    pub disk_free_bytes: IntGauge,
     /// `mnemo_vector_index_unoptimized_seconds`: how long the embedded
     /// vector index has held writes no optimisation has taken in (dense
     /// search scans them); 0 once optimised after the last write.
     pub vector_index_unoptimized_seconds: Gauge,
     /// `mnemo_ingest_refused_total{limit}`: requests refused before any
     /// append, by the limit that refused them (`backlog_ceiling`,
-    /// `requests_per_second`, `messages_per_day`).
+    /// `slowdown`, `disk`, and the quotas: `requests_per_second`,
+    /// `messages_per_day`, `memories_per_subject`, `storage_bytes`).
     pub ingest_refused_total: IntCounterVec,
     /// `mnemo_ingest_paced_requests_total`: requests of messages held
     /// before their append because the consolidator trails.
@@ -489,6 +494,11 @@ impl Metrics {
                 &registry,
                 "mnemo_degraded",
                 "1 while /readyz reports degraded (a backlog past its limit), else 0.",
+            )?,
+            disk_free_bytes: gauge(
+                &registry,
+                "mnemo_disk_free_bytes",
+                "Bytes free to the process on the file system of its data dir.",
             )?,
             ingest_refused_total: counter_vec(
                 &registry,

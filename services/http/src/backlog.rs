@@ -5,9 +5,15 @@
 //! before it appends anything, and paces them while the consolidator
 //! trails ([`Backlog::pace`], [`crate::pacing`]).
 //!
+//! It also watches the free space of the file system the process keeps
+//! its data on ([`Backlog::watch_disk`]): below the floor the process is
+//! `degraded` and ingest refuses new content ([`Backlog::disk_short`]),
+//! before SQLite or the index run out of room mid-write.
+//!
 //! A reading is cached for [`Backlog::FRESH_FOR`]: ingest asks on every
 //! post, and the figures come from database and broker queries.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -58,6 +64,9 @@ pub struct BacklogLimits {
     /// before ingest paces new messages to what consolidation sustains
     /// (None: never).
     pub slowdown: Option<Duration>,
+    /// Free bytes the watched file system must keep: below, the process
+    /// reports `degraded` and ingest refuses new content (0: never).
+    pub min_free_disk: u64,
 }
 
 impl Default for BacklogLimits {
@@ -67,6 +76,7 @@ impl Default for BacklogLimits {
             degraded_age: Duration::from_secs(600),
             ceiling: 1_000_000,
             slowdown: Some(Duration::from_secs(2)),
+            min_free_disk: 1 << 30,
         }
     }
 }
@@ -95,6 +105,9 @@ pub struct Reading {
     /// Messages accepted but not consolidated: the consolidator group's
     /// lag plus the buffer (None when either is unknown).
     pub unconsolidated: Option<u64>,
+    /// Bytes an unprivileged writer may still use on the file system of
+    /// the data dir; None where no disk is watched or it could not be read.
+    pub disk_free_bytes: Option<u64>,
     /// Why the process is degraded; empty when it is not.
     pub degraded: Vec<String>,
 }
@@ -121,6 +134,8 @@ pub struct Backlog {
     buffer: Option<Arc<dyn BufferProbe>>,
     limits: BacklogLimits,
     pacer: Pacer,
+    /// A directory on the file system whose free space is watched.
+    disk: Option<PathBuf>,
     cached: Mutex<Option<(Instant, Arc<Reading>)>>,
 }
 
@@ -141,8 +156,16 @@ impl Backlog {
             buffer,
             limits,
             pacer: Pacer::new(limits.slowdown),
+            disk: None,
             cached: Mutex::new(None),
         }
+    }
+
+    /// Watches the free space of the file system holding `dir` (the data
+    /// dir: SQLite, the WAL, the embedded index).
+    pub fn watch_disk(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.disk = Some(dir.into());
+        self
     }
 
     pub fn limits(&self) -> BacklogLimits {
@@ -172,6 +195,17 @@ impl Backlog {
             .await
             .unconsolidated
             .filter(|&waiting| waiting > self.limits.ceiling)
+    }
+
+    /// The free bytes of the watched disk, when below the floor.
+    pub async fn disk_short(&self) -> Option<u64> {
+        if self.limits.min_free_disk == 0 {
+            return None;
+        }
+        self.read()
+            .await
+            .disk_free_bytes
+            .filter(|&free| free < self.limits.min_free_disk)
     }
 
     /// Admits a request of `messages` under the pace the consolidator's
@@ -249,11 +283,31 @@ impl Backlog {
             (Some(lag), Some(buffer)) => Some(lag + buffer.messages),
             _ => None,
         };
+        let disk_free_bytes = match &self.disk {
+            None => None,
+            Some(dir) => {
+                let dir = dir.clone();
+                // statvfs blocks: a network file system may take its time.
+                let read = actix_web::rt::task::spawn_blocking(move || fs4::available_space(&dir))
+                    .await
+                    .map_err(|e| e.to_string())
+                    .and_then(|free| free.map_err(|e| e.to_string()));
+                match read {
+                    Ok(free) => Some(free),
+                    Err(error) => {
+                        // Unknown is not short: ingest goes on accepting.
+                        tracing::warn!(error = %error, "free disk space unavailable");
+                        None
+                    }
+                }
+            }
+        };
         let mut reading = Reading {
             relay_lag: self.relay.lag().max(0) as u64,
             consumer_lag,
             consolidation,
             unconsolidated,
+            disk_free_bytes,
             degraded: Vec::new(),
         };
         reading.degraded = degraded(&reading, &self.limits);
@@ -313,6 +367,15 @@ pub fn degraded(reading: &Reading, limits: &BacklogLimits) -> Vec<String> {
             limits.degraded_age.as_secs()
         ));
     }
+    if let Some(free) = reading
+        .disk_free_bytes
+        .filter(|&free| free < limits.min_free_disk)
+    {
+        reasons.push(format!(
+            "free disk {free} bytes < {} bytes",
+            limits.min_free_disk
+        ));
+    }
     reasons
 }
 
@@ -334,6 +397,7 @@ mod tests {
             degraded_age: Duration::from_secs(60),
             ceiling: 1000,
             slowdown: None,
+            min_free_disk: 1000,
         }
     }
 
@@ -363,6 +427,7 @@ mod tests {
                     degraded_age: age,
                     ceiling: 1000,
                     slowdown: None,
+                    min_free_disk: 0,
                 },
             )
         };
@@ -406,6 +471,7 @@ mod tests {
                 ..Default::default()
             }),
             unconsolidated: Some(100),
+            disk_free_bytes: Some(1000),
             degraded: Vec::new(),
         };
         assert!(degraded(&reading, &limits()).is_empty());
@@ -426,6 +492,7 @@ mod tests {
                 oldest_seconds: Some(61.0),
             }),
             unconsolidated: Some(200),
+            disk_free_bytes: Some(999),
             degraded: Vec::new(),
         };
         assert_eq!(
@@ -436,7 +503,55 @@ mod tests {
                 "consumer group retriever.episode-projection's oldest record waited 90 s > 60 s",
                 "unconsolidated messages 200 > 100",
                 "oldest buffered message waited 61 s > 60 s",
+                "free disk 999 bytes < 1000 bytes",
             ]
         );
+    }
+
+    /// The watched disk is read for real (statvfs of the temp dir): a
+    /// floor above what is free makes the process short of disk and
+    /// `degraded`; the same disk under a floor of 0 never is.
+    #[tokio::test]
+    async fn a_disk_below_the_floor_is_short_and_degrades_and_a_zero_floor_never_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = mnemo_event_store::sqlite::connect(&dir.path().join("mnemo.db"))
+            .await
+            .unwrap();
+        let bus: Arc<dyn Bus> = Arc::new(mnemo_bus::in_process::InProcessBus::new(pool, 2));
+        let backlog = |min_free_disk: u64| {
+            Backlog::new(
+                bus.clone(),
+                Arc::new(RelayStats::default()),
+                Vec::new(),
+                None,
+                BacklogLimits {
+                    min_free_disk,
+                    ..BacklogLimits::default()
+                },
+            )
+            .watch_disk(dir.path())
+        };
+        let free = fs4::available_space(dir.path()).unwrap();
+        assert!(free > 0);
+
+        let short = backlog(u64::MAX);
+        let reading = short.read().await;
+        let seen = reading.disk_free_bytes.expect("the disk is read");
+        // Other writers share the disk: the figure moves, but not by much.
+        assert!(seen.abs_diff(free) < 1 << 30, "{seen} against {free}");
+        assert_eq!(short.disk_short().await, Some(seen));
+        assert_eq!(reading.degraded.len(), 1, "{:?}", reading.degraded);
+        assert!(
+            reading.degraded[0].starts_with("free disk "),
+            "{:?}",
+            reading.degraded
+        );
+
+        let ample = backlog(1);
+        assert_eq!(ample.disk_short().await, None);
+        assert!(ample.read().await.degraded.is_empty());
+        let off = backlog(0);
+        assert_eq!(off.disk_short().await, None);
+        assert!(off.read().await.degraded.is_empty());
     }
 }

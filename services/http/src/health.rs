@@ -7,7 +7,8 @@
 //! Both report the backlog ([`crate::backlog`]): how far behind each
 //! consumer group of the process is (`consumer_lag`: a projection's lag is
 //! what is posted but not yet searchable) and what waits for
-//! consolidation. Past the configured limits `/readyz` says `degraded`,
+//! consolidation, and the free space of the data dir's disk. Past the
+//! configured limits `/readyz` says `degraded`,
 //! with the reasons, and still answers 200: search serves what is indexed
 //! while the rest catches up.
 
@@ -112,6 +113,7 @@ pub fn backlog_json(reading: &Reading) -> serde_json::Value {
         "consumer_lag": consumer_lag,
         "consumer_oldest_seconds": oldest,
         "degraded": reading.degraded,
+        "disk_free_bytes": reading.disk_free_bytes,
     });
     if let Some(consolidation) = &reading.consolidation {
         body["backlog"] = serde_json::json!({
@@ -176,6 +178,11 @@ async fn metrics_endpoint(
     metrics
         .degraded
         .set(i64::from(!reading.degraded.is_empty()));
+    if let Some(free) = reading.disk_free_bytes {
+        metrics
+            .disk_free_bytes
+            .set(i64::try_from(free).unwrap_or(i64::MAX));
+    }
     if let Some(index) = &health.index {
         metrics.vector_index_unoptimized_seconds.set(
             index

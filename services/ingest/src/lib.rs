@@ -142,12 +142,35 @@ impl IngestState {
         Ok(())
     }
 
-    /// Lets a write that grows the tenant's log through, or refuses it
-    /// (429) when the tenant's events take its `storage_bytes` already.
+    /// Lets a write that grows the tenant's log through, or refuses it:
+    /// 507 when the data dir's disk is below its floor of free space
+    /// (every tenant), 429 when the tenant's events take its
+    /// `storage_bytes` already.
     /// Asked before [`IngestState::admit`], so a refused batch of messages
     /// is not counted against the day; once the write is admitted,
     /// [`IngestState::count_storage`] adds its text to the figure.
     pub async fn admit_storage(&self, tenant: &TenantId) -> Result<(), ApiError> {
+        if let Some(free) = self.backlog.disk_short().await {
+            self.metrics
+                .ingest_refused_total
+                .with_label_values(&["disk"])
+                .inc();
+            let floor = self.backlog.limits().min_free_disk;
+            // 507: the request is fine and the server cannot store it; a
+            // retry helps only once an operator has made room.
+            return Err(ApiError::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "insufficient_storage",
+                format!(
+                    "the server's disk has {free} bytes free, under the {floor} it keeps; \
+                     nothing was stored, retry once it has room"
+                ),
+            )
+            .retry_after(
+                60,
+                serde_json::json!({"limit": "min_free_disk_bytes", "limit_value": floor}),
+            ));
+        }
         let Some(limit) = self.quotas.policy(tenant).storage_bytes else {
             return Ok(());
         };

@@ -1,7 +1,8 @@
 //! `mnemo status`: what `/readyz` says of a running process, for an
 //! operator at a terminal: ready or degraded (and why), the embedder, the
 //! relay's lag, each consumer group's lag, the consolidation backlog and
-//! the pace ingest admits messages at while the consolidator trails.
+//! the pace ingest admits messages at while the consolidator trails, and
+//! the free space of the data dir's disk.
 //! Exits 0 when ready, 1 when degraded, 2 when the process does not answer.
 
 use std::time::Duration;
@@ -59,6 +60,12 @@ pub fn render(body: &Value) -> String {
             body["backlog"]["unconsolidated"]
         ));
     }
+    if let Some(free) = body["disk_free_bytes"].as_u64() {
+        out.push_str(&format!(
+            "disk free       {:.1} GiB under the data dir\n",
+            free as f64 / f64::from(1u32 << 30)
+        ));
+    }
     if let Some(rate) = body["ingest_pace"].as_f64() {
         out.push_str(&format!(
             "ingest paced    {rate:.0} messages/s (the consolidator trails)\n"
@@ -113,7 +120,8 @@ mod tests {
             "consumer_oldest_seconds": {"consolidator": 3.2, "retriever.memory-projection": null},
             "backlog": {"consolidation": {"messages": 6, "conversations": 1, "oldest_seconds": 12.4},
                         "unconsolidated": 10},
-            "ingest_pace": 850.0
+            "ingest_pace": 850.0,
+            "disk_free_bytes": 3u64 << 29
         }));
         assert_eq!(
             text,
@@ -125,6 +133,7 @@ mod tests {
              consumer lag    retriever.memory-projection      unknown\n\
              consolidation   6 messages in 1 conversations, oldest waited 12 s\n\
              unconsolidated  10\n\
+             disk free       1.5 GiB under the data dir\n\
              ingest paced    850 messages/s (the consolidator trails)\n"
         );
     }

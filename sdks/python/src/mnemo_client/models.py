@@ -681,7 +681,7 @@ class ErrorDetail(ResponseModel):
     retry_after_seconds: Optional[int] = None
     """On 429 and 503 refusals: the ``Retry-After`` header's value."""
     limit: Optional[str] = None
-    """On ``quota_exceeded`` / ``backlog_full`` / ``slow_down``: the limit that refused."""
+    """On ``quota_exceeded`` / ``backlog_full`` / ``slow_down`` / ``insufficient_storage``: the limit that refused."""
     limit_value: Optional[int] = None
 
 
@@ -723,6 +723,9 @@ class Health(ResponseModel):
     backlog: Optional[Backlog] = None
     ingest_pace: Optional[float] = None
     """Messages per second ingest admits while the consolidator trails; None while not paced."""
+    disk_free_bytes: Optional[int] = None
+    """Bytes free on the file system of the server's data dir; below ``[backlog] min_free_disk_bytes``
+    the server is degraded and refuses new content with 507 ``insufficient_storage``."""
 
 
 __all__ = [
