@@ -1,8 +1,9 @@
 /**
  * Retries with exponential backoff and jitter.
  *
- * A call is retried on 429 (honouring `Retry-After`), on 5xx answers and on
- * network errors (no response, a reset connection, an attempt timeout), at
+ * A call is retried on 429 (honouring `Retry-After`), on 5xx answers (but
+ * 501 and 507, which a retry does not mend: 507 `insufficient_storage` waits
+ * for an operator to free disk) and on network errors (no response, a reset connection, an attempt timeout), at
  * most `maxRetries` times. Calls that could record something twice when
  * re-sent (creating a memory, starting an erasure, a correction without an
  * expected version) are retried on 429 only: a rate-limited request was not
@@ -21,7 +22,7 @@ export interface RetryOptions {
    * server asking for longer gets the error thrown at once instead.
    */
   maxRetryAfterMs?: number;
-  /** Statuses that are retried besides 429 (default: every 5xx). */
+  /** Statuses that are retried besides 429 (default: every 5xx but 501 and 507). */
   retryStatuses?: (status: number) => boolean;
 }
 
@@ -44,7 +45,7 @@ export function resolveRetryOptions(options: RetryOptions | false | undefined): 
     baseDelayMs: Math.max(0, o.baseDelayMs ?? 250),
     maxDelayMs: Math.max(0, o.maxDelayMs ?? 8000),
     maxRetryAfterMs: Math.max(0, o.maxRetryAfterMs ?? 60_000),
-    retryStatuses: o.retryStatuses ?? ((status) => status >= 500 && status <= 599),
+    retryStatuses: o.retryStatuses ?? ((status) => status >= 500 && status <= 599 && status !== 501 && status !== 507),
   };
 }
 

@@ -122,6 +122,16 @@ describe("client without a server", () => {
     );
   });
 
+  test("a 507 is not retried: a full disk waits for an operator, not for the client", async () => {
+    const s = scripted(
+      json(507, { error: { code: "insufficient_storage", message: "full", retry_after_seconds: 60, limit: "min_free_disk_bytes", limit_value: 1 } }, { "Retry-After": "60" }),
+      json(200, { status: "ok" }),
+    );
+    const client = new MnemoClient({ baseUrl: "http://m", fetch: s.fetch, retry: { baseDelayMs: 1 } });
+    await assert.rejects(client.healthz(), (error: unknown) => error instanceof MnemoServerError && error.code === "insufficient_storage");
+    assert.equal(s.calls.length, 1);
+  });
+
   test("retryStatuses narrows what is retried", async () => {
     const s = scripted(json(500, { error: { code: "internal_error", message: "boom" } }));
     const client = new MnemoClient({
