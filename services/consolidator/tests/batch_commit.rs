@@ -468,6 +468,26 @@ async fn a_subjects_batches_drained_together_commit_once_and_a_later_batch_reinf
     );
 }
 
+/// Hands the subject's conversation stream to the consolidator as its
+/// consumer does (each record, then the run's flush); returns their ids.
+async fn hand_over(
+    store: &FailingRecord,
+    consolidator: &mnemo_consolidator::Consolidator,
+    tenant: &TenantId,
+    subject: &SubjectId,
+) -> Vec<EventId> {
+    let recorded = store
+        .inner
+        .read_stream(tenant, &streams::conversation(subject))
+        .await
+        .unwrap();
+    for event in &recorded {
+        consolidator.handle(event).await.unwrap();
+    }
+    consolidator.flush().await.unwrap();
+    recorded.iter().map(|e| e.event_id).collect()
+}
+
 /// The messages the consumer was delivered are consolidated from what it
 /// kept (`Delivered`), not read back from the log, and what it kept is
 /// sealed: a subject erased between delivery and drain reads as erased,
@@ -496,19 +516,7 @@ async fn delivered_messages_are_consolidated_without_a_read_of_the_log_and_stay_
         let (log, store, consolidator, tenant) = (&log, &store, &consolidator, &tenant);
         async move {
             append_messages(log, tenant, &subject, &lines).await;
-            let recorded = store
-                .inner
-                .read_stream(tenant, &streams::conversation(&subject))
-                .await
-                .unwrap();
-            for event in &recorded {
-                consolidator.handle(event).await.unwrap();
-            }
-            consolidator.flush().await.unwrap();
-            recorded
-                .iter()
-                .map(|e| e.event_id)
-                .collect::<Vec<EventId>>()
+            hand_over(store, consolidator, tenant, &subject).await
         }
     };
     let asked = |ids: &[EventId]| {
@@ -570,25 +578,11 @@ async fn arrivals_join_their_sessions_conversation_and_an_erased_subjects_are_no
     store.fail_record.store(false, Ordering::SeqCst);
     let consolidator = mnemo_consolidator::Consolidator::with_workers(pipeline, 1);
     let tenant = TenantId::parse("acme").unwrap();
-    let deliver = |subject: SubjectId| {
-        let (store, consolidator, tenant) = (&store, &consolidator, &tenant);
-        async move {
-            let recorded = store
-                .inner
-                .read_stream(tenant, &streams::conversation(&subject))
-                .await
-                .unwrap();
-            for event in &recorded {
-                consolidator.handle(event).await.unwrap();
-            }
-            consolidator.flush().await.unwrap();
-        }
-    };
 
     let ann = SubjectId::parse("ann").unwrap();
     append_session_messages(&log, &tenant, &ann, Some("trip-1"), &["I live in Lyon."]).await;
     append_session_messages(&log, &tenant, &ann, None, &["I love jazz."]).await;
-    deliver(ann.clone()).await;
+    hand_over(&store, &consolidator, &tenant, &ann).await;
     let token = log
         .cipher()
         .live_token(&tenant, &ann, TokenPurpose::Session, "trip-1")
@@ -621,7 +615,7 @@ async fn arrivals_join_their_sessions_conversation_and_an_erased_subjects_are_no
     append_session_messages(&log, &tenant, &cy, Some("trip-2"), &["I live in Oslo."]).await;
     append_session_messages(&log, &tenant, &cy, None, &["I love tango."]).await;
     log.cipher().destroy(&tenant, &cy).await.unwrap();
-    deliver(cy.clone()).await;
+    hand_over(&store, &consolidator, &tenant, &cy).await;
     assert!(buffer.conversations(&tenant, &cy).await.unwrap().is_empty());
     assert_eq!(consolidator.pipeline().delivered.len(), 1);
 }
