@@ -510,6 +510,11 @@ async fn the_tenants_episode_policy_forgets_old_and_surplus_episodes() {
         assert!(Instant::now() < deadline, "episodes never indexed");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // Stopped before its commit, the projection would be handed the
+    // messages again at the next start (at least once), and a search of
+    // that moment would see them indexed again until their
+    // `EpisodesForgotten` comes round after them.
+    episodes_committed(&app).await;
     let dir = app.stop().await;
     let settings = settings_for(dir.path(), &env);
 
@@ -560,6 +565,7 @@ async fn the_tenants_episode_policy_forgets_old_and_surplus_episodes() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    episodes_committed(&app).await;
     let found = |results: Vec<Value>| {
         let mut found: Vec<String> = results.iter().flat_map(sources).collect();
         found.sort();
@@ -595,6 +601,23 @@ async fn the_tenants_episode_policy_forgets_old_and_surplus_episodes() {
     let app = spawn_app_in(dir, &env).await;
     assert_eq!(app.index.count(&tenant, Some(&noa)).await.unwrap(), 2);
     assert_eq!(found(search(&app, &token, "noa", query).await), kept);
+}
+
+/// Waits until the episode projection has committed every record it was
+/// handed, so that a restart hands it none of them again.
+async fn episodes_committed(app: &TestApp) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ready = app.public_json("/readyz").await;
+        if ready["consumer_lag"]["retriever.episode-projection"] == 0 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the episode projection never committed: {ready}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Where a result with exactly these source messages ranks.
