@@ -11,7 +11,9 @@ use actix_web::middleware::from_fn;
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 use mnemo_bus::in_process::InProcessBus;
-use mnemo_bus::{run_consumer, run_record_consumer, topics, Bus, Relay};
+use mnemo_bus::{
+    run_consumer_until, run_record_consumer_until, topics, Bus, EventHandler, RecordHandler, Relay,
+};
 use mnemo_config::Settings;
 use mnemo_consolidator::llm::LlmStrategy;
 use mnemo_consolidator::pipeline::Pipeline;
@@ -223,13 +225,13 @@ impl Application {
     /// Runs the HTTP server beside the relay and the consumers until the
     /// server stops (SIGINT/SIGTERM), and says which part stopped.
     pub async fn run(self) -> anyhow::Result<()> {
-        // Every background part in one set: the first to stop ends the run,
-        // and the rest are stopped (and dropped) before `run` returns, so
-        // nothing keeps the data dir's files open after it.
-        let mut parts: JoinSet<String> = JoinSet::new();
+        // Every background part in one of two sets: the first to stop ends
+        // the run, and the rest are stopped (and dropped) before `run`
+        // returns, so nothing keeps the data dir's files open after it.
+        let mut parts = Parts::new();
         if self.roles.relay {
             let relay = self.relay.clone();
-            parts.spawn(named("relay", async move { relay.run().await }));
+            parts.spawn("relay", async move { relay.run().await });
         }
         if let (Some(vectors), true) = (&self.vectors, self.roles.retriever) {
             self.spawn_retriever(&mut parts, vectors);
@@ -241,7 +243,7 @@ impl Application {
             self.spawn_consolidator(&mut parts, consolidator.clone());
         }
         if let Some(bus) = &self.in_process_bus {
-            parts.spawn(named("bus prune", prune_bus(bus.clone())));
+            parts.spawn("bus prune", prune_bus(bus.clone()));
         }
 
         let outcome = tokio::select! {
@@ -249,13 +251,9 @@ impl Application {
                 tracing::info!("http server stopped");
                 result.context("http server failed")
             }
-            Some(stopped) = parts.join_next(), if !parts.is_empty() => {
-                Err(anyhow::anyhow!(stopped.unwrap_or_else(|e| format!("a background part failed: {e}"))))
-            }
+            Some(stopped) = parts.stopped() => Err(anyhow::anyhow!(stopped)),
         };
-        // Aborted mid-handler, a consumer has not committed: the record is
-        // handled again at the next start (handlers are idempotent).
-        parts.shutdown().await;
+        parts.stop().await;
         if let Some(consolidator) = &self.consolidator {
             consolidator.stop().await;
         }
@@ -270,48 +268,39 @@ impl Application {
         outcome
     }
 
-    fn spawn_retriever(&self, parts: &mut JoinSet<String>, vectors: &Vectors) {
+    fn spawn_retriever(&self, parts: &mut Parts, vectors: &Vectors) {
         let projection = Arc::new(MemoryProjection::new(
             self.log.clone(),
             self.stores.read_model.clone(),
             vectors.pipeline.clone(),
             vectors.index.clone(),
         ));
-        parts.spawn(named(
+        parts.consume(
             "retriever projection",
-            run_consumer(
-                self.bus.clone(),
-                Group::MEMORY_PROJECTION.options(),
-                projection,
-            ),
-        ));
+            &self.bus,
+            Group::MEMORY_PROJECTION,
+            Handler::Events(projection),
+        );
         let episodes = Arc::new(EpisodeProjection::new(
             self.log.clone(),
             vectors.pipeline.clone(),
             vectors.index.clone(),
         ));
-        parts.spawn(named(
+        parts.consume(
             "episode projection",
-            run_consumer(
-                self.bus.clone(),
-                Group::EPISODE_PROJECTION.options(),
-                episodes,
-            ),
-        ));
+            &self.bus,
+            Group::EPISODE_PROJECTION,
+            Handler::Events(episodes),
+        );
         if let Some(edge) = &vectors.edge {
-            parts.spawn(named(
+            parts.spawn(
                 "index optimiser",
                 crate::vectors::optimize_when_idle(edge.clone()),
-            ));
+            );
         }
     }
 
-    fn spawn_forgetter(
-        &self,
-        parts: &mut JoinSet<String>,
-        vectors: &Vectors,
-        retention: Arc<Retention>,
-    ) {
+    fn spawn_forgetter(&self, parts: &mut Parts, vectors: &Vectors, retention: Arc<Retention>) {
         let erasure = Arc::new(ErasureExecutor::new(
             self.log.clone(),
             self.bus_copies.clone(),
@@ -334,42 +323,121 @@ impl Application {
                 }),
             ],
         ));
-        parts.spawn(named(
+        parts.consume(
             "forgetter",
-            run_consumer(self.bus.clone(), Group::ERASURE.options(), erasure),
-        ));
-        parts.spawn(named(
+            &self.bus,
+            Group::ERASURE,
+            Handler::Events(erasure),
+        );
+        parts.consume(
             "access signal consumer",
-            run_record_consumer(
-                self.bus.clone(),
-                Group::ACCESS.options(),
-                Arc::new(AccessSignals {
-                    usage: self.stores.usage.clone(),
-                    cipher: self.log.cipher().clone(),
-                }),
-            ),
-        ));
-        parts.spawn(named(
-            "retention pass",
-            retention.run_every(self.forget_interval),
-        ));
+            &self.bus,
+            Group::ACCESS,
+            Handler::Records(Arc::new(AccessSignals {
+                usage: self.stores.usage.clone(),
+                cipher: self.log.cipher().clone(),
+            })),
+        );
+        parts.spawn("retention pass", retention.run_every(self.forget_interval));
     }
 
-    fn spawn_consolidator(&self, parts: &mut JoinSet<String>, consolidator: Arc<Consolidator>) {
-        parts.spawn(named(
+    fn spawn_consolidator(&self, parts: &mut Parts, consolidator: Arc<Consolidator>) {
+        parts.consume(
             "consolidator",
-            run_consumer(
-                self.bus.clone(),
-                Group::CONSOLIDATOR.options(),
-                consolidator.clone(),
-            ),
-        ));
+            &self.bus,
+            Group::CONSOLIDATOR,
+            Handler::Events(consolidator.clone()),
+        );
         let tick = (consolidator.shortest_idle_timeout() / 4)
             .clamp(Duration::from_millis(50), Duration::from_secs(30));
-        parts.spawn(named(
-            "consolidation sweeper",
-            consolidator.run_idle_sweeper(tick),
-        ));
+        parts.spawn("consolidation sweeper", consolidator.run_idle_sweeper(tick));
+    }
+}
+
+/// How long a stopping process waits for its consumers to finish the run
+/// under way and commit; past it they are dropped, and what they handled
+/// since their last commit is delivered again at the next start.
+const CONSUMERS_STOP_WITHIN: Duration = Duration::from_secs(10);
+
+/// What a consumer group hands its records to.
+enum Handler {
+    Events(Arc<dyn EventHandler>),
+    Records(Arc<dyn RecordHandler>),
+}
+
+/// A process's background parts: the consumer groups, which are asked to
+/// stop and commit what they handled, and the rest (relay, sweepers,
+/// pruning), which are dropped.
+struct Parts {
+    consumers: JoinSet<String>,
+    others: JoinSet<String>,
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Parts {
+    fn new() -> Self {
+        Parts {
+            consumers: JoinSet::new(),
+            others: JoinSet::new(),
+            stop: tokio::sync::watch::channel(false).0,
+        }
+    }
+
+    fn spawn<T: std::fmt::Debug + Send + 'static>(
+        &mut self,
+        name: &'static str,
+        part: impl std::future::Future<Output = T> + Send + 'static,
+    ) {
+        self.others.spawn(named(name, part));
+    }
+
+    fn consume(&mut self, name: &'static str, bus: &Arc<dyn Bus>, group: Group, handler: Handler) {
+        let mut stop = self.stop.subscribe();
+        // A dropped sender stops the consumers too.
+        let stopped = async move {
+            let _ = stop.wait_for(|stop| *stop).await;
+        };
+        let (bus, options) = (bus.clone(), group.options());
+        match handler {
+            Handler::Events(handler) => self.consumers.spawn(named(
+                name,
+                run_consumer_until(bus, options, handler, stopped),
+            )),
+            Handler::Records(handler) => self.consumers.spawn(named(
+                name,
+                run_record_consumer_until(bus, options, handler, stopped),
+            )),
+        };
+    }
+
+    /// The first part to stop, and why (a part stops only when it fails,
+    /// until [`Parts::stop`]). Pending while there are none.
+    async fn stopped(&mut self) -> Option<String> {
+        let first = tokio::select! {
+            Some(stopped) = self.consumers.join_next(), if !self.consumers.is_empty() => stopped,
+            Some(stopped) = self.others.join_next(), if !self.others.is_empty() => stopped,
+            else => std::future::pending().await,
+        };
+        Some(first.unwrap_or_else(|e| format!("a background part failed: {e}")))
+    }
+
+    /// Asks the consumers to finish their run and commit, waits for them
+    /// (at most [`CONSUMERS_STOP_WITHIN`]), then stops everything left.
+    async fn stop(mut self) {
+        let _ = self.stop.send(true);
+        let consumers = &mut self.consumers;
+        let finished = tokio::time::timeout(CONSUMERS_STOP_WITHIN, async {
+            while consumers.join_next().await.is_some() {}
+        })
+        .await;
+        if finished.is_err() {
+            tracing::warn!(
+                within = ?CONSUMERS_STOP_WITHIN,
+                "consumers did not stop in time; what they handled since their last commit is delivered again at the next start"
+            );
+        }
+        self.consumers.shutdown().await;
+        self.others.shutdown().await;
     }
 }
 

@@ -269,11 +269,22 @@ pub async fn run_consumer(
     options: ConsumerOptions,
     handler: Arc<dyn EventHandler>,
 ) {
+    run_consumer_until(bus, options, handler, std::future::pending()).await
+}
+
+/// Runs a consumer group member of log-event topics until `stop` completes
+/// (see [`run_record_consumer_until`]) or the task is dropped.
+pub async fn run_consumer_until(
+    bus: Arc<dyn Bus>,
+    options: ConsumerOptions,
+    handler: Arc<dyn EventHandler>,
+    stop: impl std::future::Future<Output = ()>,
+) {
     let handler = EnvelopeHandler {
         handler,
         decoded: Default::default(),
     };
-    run_record_consumer(bus, options, Arc::new(handler)).await
+    run_record_consumer_until(bus, options, Arc::new(handler), stop).await
 }
 
 /// Runs a consumer group member of raw-record topics until the task is dropped.
@@ -282,6 +293,26 @@ pub async fn run_record_consumer(
     options: ConsumerOptions,
     handler: Arc<dyn RecordHandler>,
 ) {
+    run_record_consumer_until(bus, options, handler, std::future::pending()).await
+}
+
+/// Runs a consumer group member of raw-record topics until `stop`
+/// completes, then flushes and commits what it handled and returns. `stop`
+/// is looked at between runs, never inside one: a run under way is
+/// finished first. Without it (a task dropped), records handled but not
+/// yet committed (a lingering group's, or the episode projection's between
+/// two flushes) are delivered again at the next start: harmless to the
+/// end state, handlers being idempotent, but a replay shows, for its
+/// moment, what later records of the same partition had undone (an
+/// episode forgotten, indexed again until its `EpisodesForgotten` comes
+/// round).
+pub async fn run_record_consumer_until(
+    bus: Arc<dyn Bus>,
+    options: ConsumerOptions,
+    handler: Arc<dyn RecordHandler>,
+    stop: impl std::future::Future<Output = ()>,
+) {
+    let mut stop = std::pin::pin!(stop);
     let topics: Vec<&str> = options.topics.iter().map(String::as_str).collect();
     let mut backoff = Duration::from_millis(100);
     let mut subscription: Box<dyn Subscription> = loop {
@@ -307,7 +338,21 @@ pub async fn run_record_consumer(
             Some(linger) => linger.saturating_sub(unflushed.since.elapsed()),
             None => Duration::ZERO,
         };
-        let first = match subscription.poll(timeout).await {
+        // Biased: a stop asked for is seen before another run is taken.
+        let polled = tokio::select! {
+            biased;
+            () = &mut stop => None,
+            polled = subscription.poll(timeout) => Some(polled),
+        };
+        let Some(polled) = polled else {
+            if !unflushed.last.is_empty() {
+                unflushed
+                    .flush_and_commit(&options, handler.as_ref(), subscription.as_mut())
+                    .await;
+            }
+            return;
+        };
+        let first = match polled {
             Ok(Some(delivery)) => delivery,
             Ok(None) => {
                 if !unflushed.last.is_empty() {

@@ -24,7 +24,8 @@ pub mod relay;
 pub mod testsuite;
 
 pub use consumer::{
-    run_consumer, run_record_consumer, ConsumerOptions, EventHandler, HandlerError, RecordHandler,
+    run_consumer, run_consumer_until, run_record_consumer, run_record_consumer_until,
+    ConsumerOptions, EventHandler, HandlerError, RecordHandler,
 };
 pub use envelope::EventEnvelope;
 pub use relay::{CheckpointStore, Relay};

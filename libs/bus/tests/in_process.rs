@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use mnemo_bus::in_process::{partition_for, InProcessBus};
 use mnemo_bus::relay::SqliteCheckpointStore;
 use mnemo_bus::{
-    bus_contract_tests, run_consumer, topics, Bus, ConsumerOptions, EventEnvelope, EventHandler,
-    HandlerError, Relay,
+    bus_contract_tests, run_consumer, run_consumer_until, topics, Bus, ConsumerOptions,
+    EventEnvelope, EventHandler, HandlerError, Relay,
 };
 use mnemo_domain::{EventId, RecordedEvent};
 use mnemo_event_store::sqlite::{self, SqliteEventStore};
@@ -473,6 +473,88 @@ async fn the_consumer_commits_a_run_only_after_its_handler_flushed_it() {
     assert_eq!(*handler.durable.lock().unwrap(), ids);
     // The waiting records were one run: one flush, not one per record.
     assert_eq!(handler.flushes.load(Ordering::SeqCst), 1);
+}
+
+/// A consumer asked to stop flushes and commits what it handled since its
+/// last commit before it returns, even where its linger would have held it
+/// back: the next start is handed nothing again. Dropped instead, it
+/// commits nothing, and the next member of the group gets every record
+/// again.
+#[tokio::test]
+async fn a_consumer_asked_to_stop_commits_what_it_handled_and_a_dropped_one_does_not() {
+    let db = db().await;
+    let (store, bus) = store_and_bus(&db).await;
+    let events: Vec<_> = (0..30)
+        .map(|_| event("MessageReceived", Some(&subject("s1")), "a"))
+        .collect();
+    let ids: Vec<EventId> = events.iter().map(|e| e.event_id).collect();
+    store
+        .append(&tenant("t1"), "c", ExpectedVersion::Any, events)
+        .await
+        .unwrap();
+    publish_appended(&db, &store, &bus).await;
+    let lag = |group: &'static str| {
+        let bus = bus.clone();
+        async move { bus.lag(group, &[topics::MESSAGES]).await.unwrap() }
+    };
+    // A linger far longer than the test: only a stop flushes these runs.
+    let options = |group: &str| {
+        let mut options = ConsumerOptions::new(group, &[topics::MESSAGES]);
+        options.poll_timeout = Duration::from_millis(50);
+        options.linger = Some(Duration::from_secs(3600));
+        options
+    };
+    let handled = |handler: Arc<Buffering>| async move {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while handler.pending.lock().unwrap().len() < 30 {
+            assert!(tokio::time::Instant::now() < deadline, "not handled");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+
+    let dropped = Arc::new(Buffering::default());
+    let task = tokio::spawn(run_consumer(
+        bus.clone(),
+        options("g-dropped"),
+        dropped.clone(),
+    ));
+    handled(dropped.clone()).await;
+    task.abort();
+    let _ = task.await;
+    assert_eq!(lag("g-dropped").await, 30, "a dropped consumer committed");
+    assert!(dropped.durable.lock().unwrap().is_empty());
+
+    let stopping = Arc::new(Buffering::default());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run_consumer_until(
+        bus.clone(),
+        options("g-stopped"),
+        stopping.clone(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    handled(stopping.clone()).await;
+    assert_eq!(lag("g-stopped").await, 30, "committed within the linger");
+    stop.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("the consumer returns once asked to stop")
+        .unwrap();
+    assert_eq!(lag("g-stopped").await, 0, "what it handled is committed");
+    assert_eq!(*stopping.durable.lock().unwrap(), ids, "flushed first");
+
+    // The next member of the group is handed nothing again.
+    let next = Arc::new(Buffering::default());
+    let task = tokio::spawn(run_consumer(
+        bus.clone(),
+        options("g-stopped"),
+        next.clone(),
+    ));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    task.abort();
+    let _ = task.await;
+    assert!(next.pending.lock().unwrap().is_empty());
 }
 
 /// Publishes `count` messages for each subject of `subjects` (one
