@@ -433,7 +433,10 @@ async fn a_disk_below_its_floor_degrades_readiness_and_ingest_answers_507() {
     assert!(gauge(&metrics, "mnemo_disk_free_bytes") > 0.0);
     assert_eq!(gauge(&metrics, "mnemo_degraded"), 1.0);
     assert_eq!(
-        labelled(&metrics, "mnemo_ingest_refused_total{limit=\"disk\"}"),
+        labelled(
+            &metrics,
+            "mnemo_ingest_refused_total{limit=\"min_free_disk_bytes\"}"
+        ),
         2.0
     );
     let status = std::process::Command::new(mnemo_tests::binary("mnemo"))

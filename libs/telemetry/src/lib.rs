@@ -373,7 +373,7 @@ pub struct Metrics {
     pub vector_index_unoptimized_seconds: Gauge,
     /// `mnemo_ingest_refused_total{limit}`: requests refused before any
     /// append, by the limit that refused them (`backlog_ceiling`,
-    /// `slowdown`, `disk`, and the quotas: `requests_per_second`,
+    /// `slowdown`, `min_free_disk_bytes`, and the quotas: `requests_per_second`,
     /// `messages_per_day`, `memories_per_subject`, `storage_bytes`).
     pub ingest_refused_total: IntCounterVec,
     /// `mnemo_ingest_paced_requests_total`: requests of messages held

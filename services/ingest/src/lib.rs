@@ -56,43 +56,31 @@ impl IngestState {
     pub async fn admit(&self, tenant: &TenantId, messages: u64) -> Result<(), ApiError> {
         if messages > 0 {
             if let Some(waiting) = self.backlog.over_ceiling().await {
-                self.metrics
-                    .ingest_refused_total
-                    .with_label_values(&["backlog_ceiling"])
-                    .inc();
                 let ceiling = self.backlog.limits().ceiling;
-                return Err(ApiError::new(
+                return Err(self.refused(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "backlog_full",
                     format!(
                         "{waiting} messages wait for consolidation, more than the {ceiling} this deployment takes on; retry later"
                     ),
-                )
-                .retry_after(
                     5,
-                    serde_json::json!({"limit": "backlog_ceiling", "limit_value": ceiling}),
+                    ("backlog_ceiling", ceiling),
                 ));
             }
         }
         let pace = self.backlog.pace(tenant, messages).await;
         if let Pace::Refuse { retry_after, rate } = pace {
-            self.metrics
-                .ingest_refused_total
-                .with_label_values(&["slowdown"])
-                .inc();
             let seconds = retry_after.as_secs_f64().ceil() as u64;
-            return Err(ApiError::new(
+            return Err(self.refused(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "slow_down",
                 format!(
                     "consolidation trails ingest, which admits {rate:.0} messages a second now; \
                      these {messages} would wait {seconds} s, so retry later or post fewer at once"
                 ),
-            )
-            .retry_after(
                 seconds,
                 // An integer, as every limit_value is (the rate is at least 1).
-                serde_json::json!({"limit": "slowdown", "limit_value": rate.round() as u64}),
+                ("slowdown", rate.round() as u64),
             ));
         }
         let now = chrono::Utc::now();
@@ -151,24 +139,18 @@ impl IngestState {
     /// [`IngestState::count_storage`] adds its text to the figure.
     pub async fn admit_storage(&self, tenant: &TenantId) -> Result<(), ApiError> {
         if let Some(free) = self.backlog.disk_short().await {
-            self.metrics
-                .ingest_refused_total
-                .with_label_values(&["disk"])
-                .inc();
             let floor = self.backlog.limits().min_free_disk;
             // 507: the request is fine and the server cannot store it; a
             // retry helps only once an operator has made room.
-            return Err(ApiError::new(
+            return Err(self.refused(
                 StatusCode::INSUFFICIENT_STORAGE,
                 "insufficient_storage",
                 format!(
                     "the server's disk has {free} bytes free, under the {floor} it keeps; \
                      nothing was stored, retry once it has room"
                 ),
-            )
-            .retry_after(
                 60,
-                serde_json::json!({"limit": "min_free_disk_bytes", "limit_value": floor}),
+                ("min_free_disk_bytes", floor),
             ));
         }
         let Some(limit) = self.quotas.policy(tenant).storage_bytes else {
@@ -234,14 +216,10 @@ impl IngestState {
         Ok(())
     }
 
-    /// The 429 for a quota's refusal, counted by its limit.
+    /// The 429 for a quota's refusal.
     fn refuse(&self, refusal: quota::Refusal) -> ApiError {
         let limit = refusal.limit_name();
-        self.metrics
-            .ingest_refused_total
-            .with_label_values(&[limit])
-            .inc();
-        ApiError::new(
+        self.refused(
             StatusCode::TOO_MANY_REQUESTS,
             "quota_exceeded",
             format!(
@@ -249,10 +227,29 @@ impl IngestState {
                 refusal.limit(),
                 refusal.retry_after()
             ),
-        )
-        .retry_after(
             refusal.retry_after(),
-            serde_json::json!({"limit": limit, "limit_value": refusal.limit()}),
+            (limit, refusal.limit()),
+        )
+    }
+
+    /// A refusal before the append: counted in
+    /// `mnemo_ingest_refused_total` under the limit it names, with
+    /// `Retry-After` and the limit and its value in the body.
+    fn refused(
+        &self,
+        status: StatusCode,
+        code: &'static str,
+        message: String,
+        retry_after: u64,
+        (limit, value): (&'static str, u64),
+    ) -> ApiError {
+        self.metrics
+            .ingest_refused_total
+            .with_label_values(&[limit])
+            .inc();
+        ApiError::new(status, code, message).retry_after(
+            retry_after,
+            serde_json::json!({"limit": limit, "limit_value": value}),
         )
     }
 
