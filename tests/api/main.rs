@@ -5,6 +5,7 @@ mod asof;
 mod backpressure;
 mod bad_input;
 mod canary;
+mod compact;
 mod episodes;
 mod erasure;
 mod helpers;

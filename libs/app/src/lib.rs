@@ -12,6 +12,7 @@
 
 pub mod application;
 mod backlog;
+pub mod compact;
 pub mod forget;
 pub mod reindex;
 pub mod roles;

@@ -80,6 +80,14 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Give the embedded database's free pages back to the file system,
+    /// with the server stopped: deletes the bus records every consumer
+    /// group has committed, then rewrites mnemo.db without its free pages
+    /// (needs free disk for a copy of the live pages).
+    Compact {
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
     /// Build the vector collection of the configured embedder by replaying
     /// the event log (after a model change, or to compact); a running server
     /// keeps serving its collection and switches at its next start.
@@ -515,6 +523,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let settings = settings(&config, data_dir, None)?;
             let _telemetry = init_telemetry(&settings)?;
             runtime.block_on(mnemo_app::forget::run(&settings, dry_run))
+        }
+        Command::Compact { data_dir } => {
+            let settings = settings(&config, data_dir, None)?;
+            let compacted = runtime.block_on(mnemo_app::compact::run(&settings))?;
+            println!("{compacted}");
+            Ok(())
         }
         Command::Reindex { data_dir } => {
             let settings = settings(&config, data_dir, None)?.keep_models_in_data_dir();

@@ -1,0 +1,123 @@
+//! `mnemo compact`: the embedded database's free pages go back to the file
+//! system, everything it holds stays, and a data dir a server has open is
+//! refused.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::helpers::{settings_for, spawn_app, spawn_app_in, TestApp};
+
+/// Waits until the relay and every consumer group have nothing left: the
+/// bus records of everything posted are committed by every group. Two
+/// readings, the second taken over a second after the first: a reading is
+/// at most a second old, so the first may predate the last posts' relay.
+async fn caught_up(app: &TestApp) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for _ in 0..2 {
+        loop {
+            let ready = app.public_json("/readyz").await;
+            let groups_done = ready["consumer_lag"]
+                .as_object()
+                .is_some_and(|groups| groups.values().all(|lag| lag == 0));
+            if ready["relay_lag"] == 0 && groups_done {
+                break;
+            }
+            assert!(Instant::now() < deadline, "never caught up: {ready}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+    }
+}
+
+/// Rows of a table, read from the file with no server running.
+async fn rows(database: &std::path::Path, table: &str) -> i64 {
+    let pool = mnemo_event_store::sqlite::connect(database).await.unwrap();
+    let count = sqlx::query_scalar::<_, i64>(&format!("SELECT COUNT(*) FROM {table}"))
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    count
+}
+
+#[tokio::test]
+async fn compact_gives_free_pages_back_keeps_every_event_and_refuses_a_running_server() {
+    let app = spawn_app().await;
+    let token = app.admin("acme");
+    for batch in 0..4 {
+        let messages: Vec<Value> = (0..100)
+            .map(|i| {
+                json!({
+                    "id": format!("m{batch}-{i}"),
+                    "role": if i % 2 == 0 { "user" } else { "assistant" },
+                    "content": format!("Turn {i} of talk {batch}: my bike stays in the shed behind tree {i}."),
+                    "session": format!("talk-{batch}"),
+                })
+            })
+            .collect();
+        app.post_json(
+            "/v1/subjects/noa/messages",
+            &token,
+            json!({ "messages": messages }),
+        )
+        .await;
+    }
+    caught_up(&app).await;
+    let settings = settings_for(app.dir.path(), &[]);
+
+    // A server has the data dir open: refused, through the command line.
+    let refused = std::process::Command::new(mnemo_tests::binary("mnemo"))
+        .args(["compact", "--data-dir", app.dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("mnemo serve (pid") && said.contains("stop it first"),
+        "{said}"
+    );
+
+    let dir = app.stop().await;
+    let database = settings.database_file();
+    let events = rows(&database, "events").await;
+    assert!(events >= 400, "{events} events");
+    let compacted = mnemo_app::compact::run(&settings).await.unwrap();
+    // What the server's minute had not pruned yet: every message's record
+    // (each partition keeps its newest).
+    assert!(
+        compacted.bus_records_deleted >= 400 - u64::from(settings.bus_partitions),
+        "{compacted}"
+    );
+    assert!(compacted.free_pages > 0, "{compacted}");
+    assert!(compacted.after < compacted.before, "{compacted}");
+    let wal = dir.path().join("mnemo.db-wal");
+    let on_disk = std::fs::metadata(&database).unwrap().len()
+        + std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(compacted.after, on_disk);
+    assert_eq!(rows(&database, "events").await, events, "an event was lost");
+    let pool = mnemo_event_store::sqlite::connect(&database).await.unwrap();
+    let free: i64 = sqlx::query_scalar("PRAGMA freelist_count")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    assert_eq!(free, 0, "free pages left in the file");
+
+    // The server starts on it again, and what was said is found.
+    let app = spawn_app_in(dir, &[]).await;
+    let found = app
+        .post_json(
+            "/v1/subjects/noa/search",
+            &token,
+            json!({"query": "bike shed tree 7", "include": ["episodes"], "k": 3}),
+        )
+        .await;
+    let results = found["results"].as_array().unwrap();
+    assert!(!results.is_empty(), "{found}");
+    // The lock is given back: a compaction after the server stops runs.
+    let dir = app.stop().await;
+    mnemo_app::compact::run(&settings_for(dir.path(), &[]))
+        .await
+        .unwrap();
+}
