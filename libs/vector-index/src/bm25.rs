@@ -64,3 +64,138 @@ pub(crate) fn model() -> Result<qdrant_edge::bm25_embed::EdgeBm25, VectorIndexEr
     qdrant_edge::bm25_embed::EdgeBm25::new(config)
         .map_err(|e| VectorIndexError::Backend(format!("bm25 model: {e}")))
 }
+
+#[cfg(all(test, any(feature = "edge", feature = "qdrant")))]
+mod tests {
+    use super::model;
+
+    /// A text's sparse vector by the engine's charabia path: a trailing
+    /// paragraph separator (U+2029, one of charabia's separators and not a
+    /// letter, so it adds no token) makes the text non-ASCII, which the
+    /// plain-ASCII path of the vendored tokenizer does not take.
+    fn by_charabia(
+        bm25: &qdrant_edge::bm25_embed::EdgeBm25,
+        text: &str,
+    ) -> qdrant_edge::SparseVector {
+        bm25.embed_document(&format!("{text}\u{2029}"))
+    }
+
+    /// Texts of every ASCII character the fast path must treat as charabia
+    /// does: each separator, the punctuation that is not one (`$ < = > ^ |
+    /// ~`), digits, capitals, camel case, contractions, stopwords and the
+    /// three control characters it accepts. A fixed seed: a failure
+    /// reproduces.
+    fn generated(count: usize) -> Vec<String> {
+        const PIECES: &[&str] = &[
+            "the",
+            "and",
+            "I",
+            "we're",
+            "don't",
+            "camelCase",
+            "iPhone",
+            "C++",
+            "e-mail",
+            "3.5",
+            "29.3F",
+            "$5",
+            "a=b",
+            "x|y",
+            "<b>",
+            "~home",
+            "^up",
+            "RUNNING",
+            "flies",
+            "Caroline's",
+            "LGBTQ",
+            "U.S.",
+            "mid-2023",
+            "#tag",
+            "@anna",
+            "100%",
+            "snake_case",
+            "path/to",
+            "a\\b",
+            "`code`",
+            "(note)",
+            "[x]",
+            "{y}",
+            "well...",
+            "yes!!",
+            "why?",
+            "so, ",
+            "end. ",
+        ];
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % bound as u64) as usize
+        };
+        (0..count)
+            .map(|_| {
+                let mut text = String::new();
+                for _ in 0..1 + next(12) {
+                    match next(4) {
+                        0 => text.push_str(PIECES[next(PIECES.len())]),
+                        1 => text.push(char::from(b' ' + next(95) as u8)),
+                        2 => text.push(['\t', '\n', '\r', ' '][next(4)]),
+                        _ => {
+                            for _ in 0..1 + next(8) {
+                                text.push(char::from(b'a' + next(26) as u8));
+                            }
+                            text.push(' ');
+                        }
+                    }
+                }
+                text
+            })
+            .collect()
+    }
+
+    #[test]
+    fn plain_ascii_texts_get_the_sparse_vectors_charabia_gives_them() {
+        let bm25 = model().unwrap();
+        let mut texts = generated(20_000);
+        // The development conversations, where this checkout has them.
+        let locomo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/data/locomo-dev/locomo-dev.json");
+        if let Ok(raw) = std::fs::read_to_string(locomo) {
+            let mut stack = vec![serde_json::from_str::<serde_json::Value>(&raw).unwrap()];
+            while let Some(value) = stack.pop() {
+                match value {
+                    serde_json::Value::String(text) if text.is_ascii() => texts.push(text),
+                    serde_json::Value::Array(items) => stack.extend(items),
+                    serde_json::Value::Object(fields) => stack.extend(fields.into_values()),
+                    _ => {}
+                }
+            }
+        }
+        let mut tokens = 0;
+        for text in &texts {
+            let fast = bm25.embed_document(text);
+            tokens += fast.indices.len();
+            assert_eq!(fast, by_charabia(&bm25, text), "{text:?}");
+        }
+        assert!(
+            tokens > texts.len(),
+            "the texts were mostly empty of tokens"
+        );
+    }
+
+    /// What the fast path leaves to charabia still goes there: a text with
+    /// another control character, or not ASCII, is tokenised as before.
+    #[test]
+    fn other_texts_keep_charabias_tokens() {
+        let bm25 = model().unwrap();
+        let café = bm25.embed_document("Café CAFÉ");
+        assert_eq!(café, bm25.embed_document("café café"));
+        assert_eq!(café.indices.len(), 1);
+        // A control character is dropped from the token, as charabia does.
+        assert_eq!(
+            bm25.embed_document("gar\u{1}den"),
+            bm25.embed_document("garden")
+        );
+    }
+}
