@@ -189,9 +189,9 @@ mod tests {
     #[test]
     fn other_texts_keep_charabias_tokens() {
         let bm25 = model().unwrap();
-        let café = bm25.embed_document("Café CAFÉ");
-        assert_eq!(café, bm25.embed_document("café café"));
-        assert_eq!(café.indices.len(), 1);
+        let cafe = bm25.embed_document("Café CAFÉ");
+        assert_eq!(cafe, bm25.embed_document("café café"));
+        assert_eq!(cafe.indices.len(), 1);
         // A control character is dropped from the token, as charabia does.
         assert_eq!(
             bm25.embed_document("gar\u{1}den"),
