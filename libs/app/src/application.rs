@@ -251,7 +251,7 @@ impl Application {
                 tracing::info!("http server stopped");
                 result.context("http server failed")
             }
-            Some(stopped) = parts.stopped() => Err(anyhow::anyhow!(stopped)),
+            stopped = parts.stopped() => Err(anyhow::anyhow!(stopped)),
         };
         parts.stop().await;
         if let Some(consolidator) = &self.consolidator {
@@ -412,13 +412,13 @@ impl Parts {
 
     /// The first part to stop, and why (a part stops only when it fails,
     /// until [`Parts::stop`]). Pending while there are none.
-    async fn stopped(&mut self) -> Option<String> {
+    async fn stopped(&mut self) -> String {
         let first = tokio::select! {
             Some(stopped) = self.consumers.join_next(), if !self.consumers.is_empty() => stopped,
             Some(stopped) = self.others.join_next(), if !self.others.is_empty() => stopped,
             else => std::future::pending().await,
         };
-        Some(first.unwrap_or_else(|e| format!("a background part failed: {e}")))
+        first.unwrap_or_else(|e| format!("a background part failed: {e}"))
     }
 
     /// Asks the consumers to finish their run and commit, waits for them
