@@ -30,15 +30,15 @@ async fn caught_up(app: &TestApp) {
     }
 }
 
-/// Rows of a table, read from the file with no server running.
-async fn rows(database: &std::path::Path, table: &str) -> i64 {
+/// One figure read from the file with no server running.
+async fn scalar(database: &std::path::Path, sql: &str) -> i64 {
     let pool = mnemo_event_store::sqlite::connect(database).await.unwrap();
-    let count = sqlx::query_scalar::<_, i64>(&format!("SELECT COUNT(*) FROM {table}"))
+    let figure = sqlx::query_scalar::<_, i64>(sql)
         .fetch_one(&pool)
         .await
         .unwrap();
     pool.close().await;
-    count
+    figure
 }
 
 #[tokio::test]
@@ -80,7 +80,7 @@ async fn compact_gives_free_pages_back_keeps_every_event_and_refuses_a_running_s
 
     let dir = app.stop().await;
     let database = settings.database_file();
-    let events = rows(&database, "events").await;
+    let events = scalar(&database, "SELECT COUNT(*) FROM events").await;
     assert!(events >= 400, "{events} events");
     let compacted = mnemo_app::compact::run(&settings).await.unwrap();
     // What the server's minute had not pruned yet: every message's record
@@ -95,13 +95,12 @@ async fn compact_gives_free_pages_back_keeps_every_event_and_refuses_a_running_s
     let on_disk = std::fs::metadata(&database).unwrap().len()
         + std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
     assert_eq!(compacted.after, on_disk);
-    assert_eq!(rows(&database, "events").await, events, "an event was lost");
-    let pool = mnemo_event_store::sqlite::connect(&database).await.unwrap();
-    let free: i64 = sqlx::query_scalar("PRAGMA freelist_count")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
+    assert_eq!(
+        scalar(&database, "SELECT COUNT(*) FROM events").await,
+        events,
+        "an event was lost"
+    );
+    let free = scalar(&database, "PRAGMA freelist_count").await;
     assert_eq!(free, 0, "free pages left in the file");
 
     // The server starts on it again, and what was said is found.
