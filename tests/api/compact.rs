@@ -1,6 +1,6 @@
 //! `mnemo compact`: the embedded database's free pages go back to the file
-//! system, everything it holds stays, and a data dir a server has open is
-//! refused.
+//! system, everything it holds stays, and a data dir a server has open (or
+//! a reindex reads) is refused.
 
 use std::time::{Duration, Instant};
 
@@ -82,6 +82,21 @@ async fn compact_gives_free_pages_back_keeps_every_event_and_refuses_a_running_s
     let database = settings.database_file();
     let events = scalar(&database, "SELECT COUNT(*) FROM events").await;
     assert!(events >= 400, "{events} events");
+
+    // A reindex building from the log (it holds its own lock, not the data
+    // dir's, until its take-over): refused, naming it, and nothing rewritten.
+    let size = std::fs::metadata(&database).unwrap().len();
+    std::fs::create_dir_all(dir.path().join("vectors")).unwrap();
+    let reindex = std::fs::File::create(dir.path().join("vectors/reindex.lock")).unwrap();
+    reindex.try_lock().unwrap();
+    let refused = mnemo_app::compact::run(&settings).await.unwrap_err();
+    assert!(
+        format!("{refused:#}").contains("mnemo reindex is building"),
+        "{refused:#}"
+    );
+    assert_eq!(std::fs::metadata(&database).unwrap().len(), size);
+    drop(reindex);
+
     let compacted = mnemo_app::compact::run(&settings).await.unwrap();
     // What the server's minute had not pruned yet: every message's record
     // (each partition keeps its newest).
@@ -105,6 +120,9 @@ async fn compact_gives_free_pages_back_keeps_every_event_and_refuses_a_running_s
 
     // The server starts on it again, and what was said is found.
     let app = spawn_app_in(dir, &[]).await;
+    // A token of its own: the first may have expired while `mnemo` was
+    // built for the command-line refusal above.
+    let token = app.admin("acme");
     let found = app
         .post_json(
             "/v1/subjects/noa/search",

@@ -47,7 +47,8 @@ impl std::fmt::Display for Compacted {
 }
 
 /// Compacts the data dir's database. Refuses while another process holds
-/// the data dir (a server, a role process, another compaction).
+/// the data dir (a server, a role process, another compaction) or a
+/// `mnemo reindex` builds from it.
 pub async fn run(settings: &Settings) -> anyhow::Result<Compacted> {
     let database = settings.database_file();
     anyhow::ensure!(
@@ -64,6 +65,23 @@ pub async fn run(settings: &Settings) -> anyhow::Result<Compacted> {
              which no other process may have open)",
             settings.data_dir.display()
         ),
+    };
+    // A reindex reads the log for minutes without the data dir's lock; the
+    // rewrite would fail on its open reads with no word of why.
+    let _reindex = match std::fs::File::open(crate::reindex::lock_file(settings)) {
+        Ok(file) => match file.try_lock() {
+            Ok(()) => Some(file),
+            Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+                "mnemo reindex is building a collection from {}: compact after it finishes",
+                settings.data_dir.display()
+            ),
+            Err(std::fs::TryLockError::Error(error)) => {
+                return Err(error).context("cannot lock the reindex's lock file")
+            }
+        },
+        // No reindex ever ran here.
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(error) => return Err(error).context("cannot open the reindex's lock file"),
     };
     let before = size_with_wal(&database);
     let pool = mnemo_event_store::sqlite::connect(&database)
