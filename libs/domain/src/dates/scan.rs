@@ -146,8 +146,13 @@ impl<'a> Cursor<'a> {
         let Some(next) = self.tokens.get(self.at) else {
             return pattern.trim_start().is_empty();
         };
+        // Nearly every pattern starts with a visible ASCII character, which
+        // is no white space: only the others pay for the Unicode trim.
+        let pattern = match pattern.as_bytes().first() {
+            Some(first) if first.is_ascii_graphic() => pattern,
+            _ => pattern.trim_start(),
+        };
         let starts_alike = pattern
-            .trim_start()
             .get(..next.text.len())
             .is_some_and(|head| head.eq_ignore_ascii_case(next.text));
         if !starts_alike {
