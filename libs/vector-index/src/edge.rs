@@ -45,7 +45,8 @@ use crate::checks::{check_dense, check_payload_tenant, check_point, same_tenant}
 use crate::fusion::{self, Fused};
 use crate::payload::{self, fields};
 use crate::{
-    bm25, Hit, Point, PointPayload, Purge, SearchMode, SearchRequest, VectorIndex, VectorIndexError,
+    bm25, Hit, Point, PointPayload, Purge, SearchFilter, SearchMode, SearchRequest, VectorIndex,
+    VectorIndexError,
 };
 
 pub(crate) const DENSE: &str = "dense";
@@ -1327,6 +1328,50 @@ impl VectorIndex for EdgeVectorIndex {
         let (tenant, request) = (tenant.clone(), request.clone());
         self.blocking(move |inner| inner.search(&tenant, &request))
             .await
+    }
+
+    /// One trip to the engine's thread for every query, and no hit's
+    /// payload read or parsed: in the consolidator's neighbour lookups the
+    /// payloads were a third of the search's time. The filter holds the
+    /// tenant, as a search's does.
+    async fn nearest(
+        &self,
+        tenant: &TenantId,
+        filter: &SearchFilter,
+        queries: &[Vec<f32>],
+        limit: usize,
+    ) -> Result<Vec<Vec<(MemoryId, f32)>>, VectorIndexError> {
+        if queries.is_empty() {
+            return Ok(Vec::new());
+        }
+        for query in queries {
+            check_dense(self.inner.dimension, query)?;
+        }
+        let filter = engine_filter(payload::search_filter(tenant, filter, None))?;
+        let queries = queries.to_vec();
+        self.blocking(move |inner| {
+            let shard = inner.shard();
+            queries
+                .into_iter()
+                .map(|query| {
+                    if limit == 0 {
+                        return Ok(Vec::new());
+                    }
+                    let points = shard
+                        .query(leg_query(
+                            VectorInternal::Dense(query),
+                            DENSE,
+                            filter.clone(),
+                            limit,
+                            false,
+                            false,
+                        ))
+                        .map_err(backend)?;
+                    leg_ids(points)
+                })
+                .collect()
+        })
+        .await
     }
 
     async fn count(

@@ -331,6 +331,54 @@ pub trait VectorIndex: Send + Sync + 'static {
         request: &SearchRequest,
     ) -> Result<Vec<Hit>, VectorIndexError>;
 
+    /// For each of `queries`, the ids of the `limit` points under `filter`
+    /// nearest it and their cosine similarities, best first: a semantic
+    /// [`search`](Self::search) each, without the payloads, for a caller
+    /// that reads what it needs of the hits elsewhere (the consolidator
+    /// reads its neighbours' rows from the read model, by tenant).
+    ///
+    /// The default runs those searches; an adapter whose search pays for
+    /// the payloads (reading and parsing each hit's) answers without them.
+    async fn nearest(
+        &self,
+        tenant: &TenantId,
+        filter: &SearchFilter,
+        queries: &[Vec<f32>],
+        limit: usize,
+    ) -> Result<Vec<Vec<(MemoryId, f32)>>, VectorIndexError> {
+        let mut nearest = Vec::with_capacity(queries.len());
+        if let Some(query) = queries.iter().find(|q| q.len() != self.dimension()) {
+            return Err(VectorIndexError::DimensionMismatch {
+                expected: self.dimension(),
+                actual: query.len(),
+            });
+        }
+        for query in queries {
+            if limit == 0 {
+                nearest.push(Vec::new());
+                continue;
+            }
+            let request = SearchRequest {
+                filter: filter.clone(),
+                dense: Some(query.clone()),
+                text: None,
+                mode: SearchMode::Semantic,
+                limit,
+                prefetch: limit,
+                // Semantic mode fuses nothing: the constant is unused.
+                rrf_k: DEFAULT_RRF_K,
+                with_vectors: false,
+            };
+            let hits = self.search(tenant, &request).await?;
+            nearest.push(
+                hits.into_iter()
+                    .map(|hit| (hit.id, hit.dense_score.unwrap_or(hit.score)))
+                    .collect(),
+            );
+        }
+        Ok(nearest)
+    }
+
     /// Points of the tenant (or of one subject), in every state.
     async fn count(
         &self,

@@ -1126,6 +1126,97 @@ where
     }
 }
 
+pub async fn nearest_gives_the_semantic_searchs_ids_and_similarities<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn VectorIndex>>,
+{
+    let index = open().await;
+    let dim = index.dimension();
+    let (a, b) = (tenant("tenant-a"), tenant("tenant-b"));
+    let (alice, carol) = (subject("alice"), subject("carol"));
+    let coffee = point(&a, &alice, "espresso", axis(dim, 0));
+    let near_coffee = point(&a, &alice, "ristretto", vector(dim, &[(0, 1.0), (1, 0.4)]));
+    let chess = point(&a, &alice, "chess", axis(dim, 1));
+    let mut archived = point(&a, &alice, "old espresso", axis(dim, 0));
+    archived.payload.state = MemoryState::Archived;
+    let mut episode = point(&a, &alice, "said espresso", axis(dim, 0));
+    episode.payload.point_type = crate::PointType::Episode;
+    let carols = point(&a, &carol, "carol's espresso", axis(dim, 0));
+    index
+        .upsert(
+            &a,
+            vec![
+                coffee.clone(),
+                near_coffee.clone(),
+                chess.clone(),
+                archived.clone(),
+                episode.clone(),
+                carols.clone(),
+            ],
+        )
+        .await
+        .unwrap();
+    // Another tenant's point on the very query: never among A's neighbours.
+    let bobs = point(&b, &subject("alice"), "bob's espresso", axis(dim, 0));
+    index.upsert(&b, vec![bobs.clone()]).await.unwrap();
+
+    let filter = SearchFilter {
+        subject: Some(alice.clone()),
+        ..SearchFilter::default()
+    };
+    let queries = vec![axis(dim, 0), axis(dim, 1)];
+    let nearest = index.nearest(&a, &filter, &queries, 2).await.unwrap();
+    assert_eq!(nearest.len(), 2);
+    for (query, found) in queries.iter().zip(&nearest) {
+        let request = SearchRequest {
+            filter: filter.clone(),
+            limit: 2,
+            ..semantic(query.clone())
+        };
+        let hits = search(&*index, &a, request).await;
+        assert_eq!(hits.len(), 2);
+        let expected: Vec<(MemoryId, f32)> = hits
+            .iter()
+            .map(|hit| (hit.id, hit.dense_score.unwrap()))
+            .collect();
+        assert_eq!(
+            found.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+            ids(&hits)
+        );
+        for ((_, similarity), (_, score)) in found.iter().zip(&expected) {
+            assert!((similarity - score).abs() < 1e-5, "{found:?} {expected:?}");
+        }
+    }
+    // Active memories of alice only, best first: the archived point, the
+    // episode, carol's and B's share the first query's vector and are left out.
+    assert_eq!(nearest[0][0].0, coffee.id);
+    assert_eq!(nearest[0][1].0, near_coffee.id);
+    assert!((nearest[0][0].1 - 1.0).abs() < 1e-5, "{:?}", nearest[0]);
+    assert_eq!(nearest[1][0].0, chess.id);
+    let left_out = [archived.id, episode.id, carols.id, bobs.id];
+    assert!(nearest
+        .iter()
+        .flatten()
+        .all(|(id, _)| !left_out.contains(id)));
+    // B asks with A's subject name: its own point only.
+    let theirs = index.nearest(&b, &filter, &queries[..1], 5).await.unwrap();
+    assert_eq!(
+        theirs[0].iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        vec![bobs.id]
+    );
+
+    assert!(index.nearest(&a, &filter, &[], 2).await.unwrap().is_empty());
+    assert_eq!(
+        index.nearest(&a, &filter, &queries, 0).await.unwrap(),
+        vec![Vec::new(), Vec::new()]
+    );
+    assert!(matches!(
+        index.nearest(&a, &filter, &[vec![1.0; dim + 1]], 2).await,
+        Err(VectorIndexError::DimensionMismatch { .. })
+    ));
+}
+
 pub async fn counts_per_tenant_and_subject<F, Fut>(open: F)
 where
     F: Fn() -> Fut,
@@ -1266,6 +1357,7 @@ macro_rules! vector_index_contract_tests {
             upsert_replaces_an_existing_point,
             survives_a_reopen,
             returns_dense_vectors_on_request,
+            nearest_gives_the_semantic_searchs_ids_and_similarities,
             counts_per_tenant_and_subject,
             refuses_malformed_input,
         );

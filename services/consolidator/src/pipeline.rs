@@ -50,7 +50,7 @@ use mnemo_event_store::sealed::{Pending, SealedLog};
 use mnemo_event_store::{EventQuery, ExpectedVersion};
 use mnemo_read_model::MemoryReadModel;
 use mnemo_telemetry::Metrics;
-use mnemo_vector_index::{SearchFilter, SearchMode, SearchRequest, VectorIndex};
+use mnemo_vector_index::{SearchFilter, VectorIndex};
 use uuid::Uuid;
 
 use crate::budget::LlmBudget;
@@ -482,40 +482,26 @@ impl Pipeline {
         Ok((fallback.clone(), candidates, Some(reason)))
     }
 
-    /// The subject's memories nearest to each vector (read-model rows),
-    /// one index search per vector and one read for all their rows.
+    /// The subject's memories nearest to each vector (read-model rows): one
+    /// index lookup of ids and similarities for all the vectors, and one
+    /// read for all their rows.
     async fn neighbours(
         &self,
         tenant: &TenantId,
         subject: &SubjectId,
         vectors: &[Vec<f32>],
     ) -> Result<Vec<Vec<ExistingMemory>>, PipelineError> {
-        let mut all_hits = Vec::with_capacity(vectors.len());
-        for vector in vectors {
-            let hits = self
-                .index
-                .search(
-                    tenant,
-                    &SearchRequest {
-                        filter: SearchFilter {
-                            subject: Some(subject.clone()),
-                            ..Default::default()
-                        },
-                        dense: Some(vector.clone()),
-                        text: None,
-                        mode: SearchMode::Semantic,
-                        limit: NEIGHBOURS,
-                        prefetch: NEIGHBOURS,
-                        // Semantic mode fuses nothing: the constant is unused.
-                        rrf_k: mnemo_vector_index::DEFAULT_RRF_K,
-                        with_vectors: false,
-                    },
-                )
-                .await
-                .map_err(|e| PipelineError::Index(e.to_string()))?;
-            all_hits.push(hits);
-        }
-        let mut ids: Vec<MemoryId> = all_hits.iter().flatten().map(|hit| hit.id).collect();
+        // Ids and similarities only: the rows come from the read model.
+        let filter = SearchFilter {
+            subject: Some(subject.clone()),
+            ..Default::default()
+        };
+        let all_hits = self
+            .index
+            .nearest(tenant, &filter, vectors, NEIGHBOURS)
+            .await
+            .map_err(|e| PipelineError::Index(e.to_string()))?;
+        let mut ids: Vec<MemoryId> = all_hits.iter().flatten().map(|(id, _)| *id).collect();
         ids.sort_unstable();
         ids.dedup();
         if ids.is_empty() {
@@ -535,15 +521,15 @@ impl Pipeline {
             .into_iter()
             .map(|hits| {
                 hits.into_iter()
-                    .filter_map(|hit| {
-                        let memory = rows.get(&hit.id)?;
+                    .filter_map(|(id, similarity)| {
+                        let memory = rows.get(&id)?;
                         let content = memory.content.as_text()?;
                         Some(ExistingMemory {
                             id: memory.id,
                             content: content.to_owned(),
                             kind: memory.kind,
                             importance: memory.importance,
-                            similarity: hit.dense_score.unwrap_or(hit.score),
+                            similarity,
                         })
                     })
                     .collect()
