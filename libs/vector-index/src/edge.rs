@@ -1341,11 +1341,11 @@ impl VectorIndex for EdgeVectorIndex {
         queries: &[Vec<f32>],
         limit: usize,
     ) -> Result<Vec<Vec<(MemoryId, f32)>>, VectorIndexError> {
-        if queries.is_empty() {
-            return Ok(Vec::new());
-        }
         for query in queries {
             check_dense(self.inner.dimension, query)?;
+        }
+        if queries.is_empty() || limit == 0 {
+            return Ok(vec![Vec::new(); queries.len()]);
         }
         let filter = engine_filter(payload::search_filter(tenant, filter, None))?;
         let queries = queries.to_vec();
@@ -1354,9 +1354,6 @@ impl VectorIndex for EdgeVectorIndex {
             queries
                 .into_iter()
                 .map(|query| {
-                    if limit == 0 {
-                        return Ok(Vec::new());
-                    }
                     let points = shard
                         .query(leg_query(
                             VectorInternal::Dense(query),

@@ -346,18 +346,17 @@ pub trait VectorIndex: Send + Sync + 'static {
         queries: &[Vec<f32>],
         limit: usize,
     ) -> Result<Vec<Vec<(MemoryId, f32)>>, VectorIndexError> {
-        let mut nearest = Vec::with_capacity(queries.len());
         if let Some(query) = queries.iter().find(|q| q.len() != self.dimension()) {
             return Err(VectorIndexError::DimensionMismatch {
                 expected: self.dimension(),
                 actual: query.len(),
             });
         }
+        if limit == 0 {
+            return Ok(vec![Vec::new(); queries.len()]);
+        }
+        let mut nearest = Vec::with_capacity(queries.len());
         for query in queries {
-            if limit == 0 {
-                nearest.push(Vec::new());
-                continue;
-            }
             let request = SearchRequest {
                 filter: filter.clone(),
                 dense: Some(query.clone()),
