@@ -102,3 +102,56 @@ fn mcp_refuses_a_url_that_is_not_an_http_root() {
         "{error}"
     );
 }
+
+/// The figure after `| {measure} |` in a bench's Markdown table.
+fn figure<'a>(report: &'a str, measure: &str) -> &'a str {
+    let row = report
+        .lines()
+        .find(|line| line.starts_with(&format!("| {measure}")))
+        .unwrap_or_else(|| panic!("no `{measure}` row in:\n{report}"));
+    row.trim_end_matches(['|', ' '])
+        .rsplit('|')
+        .next()
+        .unwrap()
+        .trim()
+}
+
+#[test]
+fn bench_searchable_reports_the_rate_the_cpu_an_item_and_the_cores_it_kept_busy() {
+    let output = mnemo()
+        .args([
+            "bench",
+            "searchable",
+            "--memories",
+            "5",
+            "--messages",
+            "40",
+            "--clients",
+            "2",
+            "--batch",
+            "20",
+            "--embedder",
+            "lexical",
+        ])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{report}\n{output:?}");
+    let rate: f64 = figure(&report, "**items searchable per second**")
+        .trim_matches('*')
+        .parse()
+        .unwrap();
+    assert!(rate > 0.0, "{report}");
+    let cpu: f64 = figure(&report, "process CPU per item")
+        .trim_end_matches(" µs")
+        .parse()
+        .unwrap();
+    assert!(cpu > 0.0, "{report}");
+    // "1.23 of 2": the process's CPU over the wall time, at most the cores.
+    let busy = figure(&report, "cores busy");
+    let (busy, cores) = busy.split_once(" of ").unwrap();
+    let (busy, cores): (f64, f64) = (busy.parse().unwrap(), cores.parse().unwrap());
+    let machine = std::thread::available_parallelism().unwrap().get() as f64;
+    assert_eq!(cores, machine, "{report}");
+    assert!(busy > 0.0 && busy <= cores + 0.05, "{report}");
+}

@@ -18,7 +18,9 @@
 //!    the memories consolidation stored) made searchable per second, from
 //!    the first post, and the process's CPU time per item over the same
 //!    span: the figure to compare builds by on a shared machine, where the
-//!    rate moves with what else runs and the CPU an item costs moves less.
+//!    rate moves with what else runs and the CPU an item costs moves less;
+//!    and how many cores that CPU kept busy, which falls below the core
+//!    count when the run waits on the disk instead.
 //!
 //! The embedder is, by default, an OpenAI-compatible embedding server on
 //! loopback started by the run (`--embedder loopback`) that answers with
@@ -492,8 +494,15 @@ async fn messages(client: &Arc<Client>, bench: &SearchableBench) -> anyhow::Resu
         items as f64 / searchable.as_secs_f64()
     );
     println!(
-        "| process CPU per item (server and clients, user + system) | {:.0} µs |\n",
+        "| process CPU per item (server and clients, user + system) | {:.0} µs |",
         cpu.as_secs_f64() * 1e6 / items as f64
+    );
+    // Below the core count, the run waited on something other than CPU
+    // (the disk, a lock, a timer): a cheaper item would not make it faster.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "| cores busy (that CPU over the time to searchable) | {:.2} of {cores} |\n",
+        cpu.as_secs_f64() / searchable.as_secs_f64()
     );
     Ok(())
 }
