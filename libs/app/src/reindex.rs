@@ -22,18 +22,18 @@ use mnemo_vector_index::{payload, EdgeVectorIndex, VectorIndex};
 
 use crate::stores::open_log;
 use crate::vectors::{build_embedder, open_vector_index};
-use mnemo_vector_index::collections::{Collections, ReplayMarker};
+use mnemo_vector_index::collections::ReplayMarker;
 
 /// The file a reindex holds locked while it builds; the server's data-dir
 /// lock is taken only for the take-over, so `mnemo compact` (which must have
 /// the database to itself) looks here too.
 pub(crate) fn lock_file(settings: &Settings) -> std::path::PathBuf {
-    settings.data_dir.join("vectors").join("reindex.lock")
+    crate::vectors::collections(settings).path("reindex.lock")
 }
 
 pub async fn run(settings: &Settings) -> anyhow::Result<()> {
     let started = Instant::now();
-    let collections = Collections::new(settings.data_dir.join("vectors"));
+    let collections = crate::vectors::collections(settings);
     std::fs::create_dir_all(collections.path(""))?;
     let lock = File::create(lock_file(settings))?;
     lock.try_lock().map_err(|_| {

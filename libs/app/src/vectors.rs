@@ -46,6 +46,12 @@ pub fn pipeline_embedder(
     }
 }
 
+/// The data dir's embedded vector collections (`DIR/vectors`): the
+/// served one, rebuilt ones, and the reindex's lock.
+pub(crate) fn collections(settings: &Settings) -> Collections {
+    Collections::new(settings.data_dir.join("vectors"))
+}
+
 /// Opens the collection the server serves for the embedder's space (one
 /// collection per space, so switching models never mixes vectors): takes
 /// over a collection `mnemo reindex` built, or replays the log into a new
@@ -57,7 +63,7 @@ pub async fn open_vector_index(
     log: &SealedLog,
 ) -> anyhow::Result<Arc<EdgeVectorIndex>> {
     let space = embedder.space().clone();
-    let collections = Collections::new(settings.data_dir.join("vectors"));
+    let collections = collections(settings);
     let opening = collections.plan(&payload::collection_name(&space.collection_name()))?;
     if opening.catch_up_from.is_some() && collections.marker(&opening.name)?.is_none() {
         // Marked unfinished before the first point lands, so a crash

@@ -39,7 +39,7 @@ use mnemo_config::Settings;
 use mnemo_crypto::{SubjectCipher, TokenPurpose};
 use mnemo_domain::{DomainEvent, ErasureId, EventType, RecordedEvent, SubjectId, TenantId};
 use mnemo_event_store::sealed::SealedLog;
-use mnemo_vector_index::collections::{base_of, Collections};
+use mnemo_vector_index::collections::base_of;
 use mnemo_vector_index::{EdgeVectorIndex, VectorIndex};
 use serde_json::Value;
 
@@ -768,7 +768,7 @@ async fn edge_points(
     tenants: &[TenantId],
     subject: &SubjectId,
 ) -> anyhow::Result<Vec<(String, Vec<u64>)>> {
-    let collections = Collections::new(settings.data_dir.join("vectors"));
+    let collections = crate::vectors::collections(settings);
     if !collections.path("").is_dir() {
         return Ok(Vec::new());
     }
