@@ -346,6 +346,89 @@ pub const READ_AHEAD: u64 = 64;
 /// point).
 const REMEMBERED: usize = 100_000;
 
+/// The messages of the run being handled, and the newest taken of each
+/// conversation before, as delivered (sealed under the subject's key):
+/// where a delivery finds its turns before it reads the log.
+///
+/// Key decision: the consumer hands a run of up to 1,024 records, and a
+/// client's post of a batch is in one run, so the turns a delivery indexes
+/// (its own, the read-ahead after it, the turn before it as context) were
+/// delivered beside it; reading them back was a query and a parse of every
+/// row (`mnemo bench searchable`, 100,000 messages: the log reads of this
+/// projection were about 4 % of the process's CPU). What is kept is the
+/// sealed event, never its opened text: it is opened as the log's copy
+/// is, so a subject erased in between reads as erased here too. Only an
+/// optimisation: a delivery whose turns are not all here (the turn before
+/// it in an earlier run that a restart forgot, a redelivery) reads the log
+/// as before.
+#[derive(Default)]
+struct Delivered {
+    /// (tenant, conversation stream) → stream version → the message, for
+    /// the run being handled.
+    run: HashMap<(TenantId, String), std::collections::BTreeMap<u64, RecordedEvent>>,
+    /// (tenant, conversation stream) → the newest message taken of it:
+    /// the context of the next run's first.
+    newest: HashMap<(TenantId, String), RecordedEvent>,
+}
+
+impl Delivered {
+    /// Conversations whose newest message is kept at most; past this the
+    /// memory is dropped whole (their next deliveries read the turn
+    /// before from the log).
+    const CONVERSATIONS: usize = 8_192;
+
+    /// A run's messages replace the last run's: what a run did not take
+    /// (indexed already by a read-ahead) is not kept past it.
+    fn start_run(&mut self, run: &[RecordedEvent]) {
+        self.run.clear();
+        for event in run.iter().filter(|e| e.is(EventType::MessageReceived)) {
+            self.run
+                .entry((event.tenant.clone(), event.stream_id.clone()))
+                .or_default()
+                .insert(event.stream_version, event.clone());
+        }
+    }
+
+    /// The turns a delivery of `version` indexes, the turn before it first
+    /// (unless it is the conversation's first), then it and the run's
+    /// messages after it up to [`READ_AHEAD`] in all, without a gap: `None`
+    /// when one of the first two is not here.
+    fn take(
+        &mut self,
+        tenant: &TenantId,
+        stream_id: &str,
+        version: u64,
+    ) -> Option<Vec<RecordedEvent>> {
+        let key = (tenant.clone(), stream_id.to_owned());
+        let run = self.run.get_mut(&key)?;
+        if !run.contains_key(&version) {
+            return None;
+        }
+        let before = match version.checked_sub(1).filter(|v| *v > 0) {
+            None => None,
+            Some(before) => Some(
+                run.get(&before)
+                    .or_else(|| self.newest.get(&key).filter(|e| e.stream_version == before))?
+                    .clone(),
+            ),
+        };
+        let mut turns: Vec<RecordedEvent> = before.into_iter().collect();
+        for next in version..version + READ_AHEAD {
+            match run.remove(&next) {
+                Some(event) => turns.push(event),
+                None => break,
+            }
+        }
+        if let Some(last) = turns.last() {
+            if self.newest.len() >= Self::CONVERSATIONS && !self.newest.contains_key(&key) {
+                self.newest.clear();
+            }
+            self.newest.insert(key, last.clone());
+        }
+        Some(turns)
+    }
+}
+
 /// The episode projection: message events in, episode points out.
 ///
 /// Key decision: a delivery indexes its message *and* those after it in
@@ -364,6 +447,7 @@ pub struct EpisodeProjection {
     index: Arc<dyn VectorIndex>,
     /// (tenant, conversation stream) → highest stream version indexed.
     indexed: std::sync::Mutex<std::collections::HashMap<(TenantId, String), u64>>,
+    delivered: std::sync::Mutex<Delivered>,
 }
 
 impl EpisodeProjection {
@@ -373,7 +457,12 @@ impl EpisodeProjection {
             embedder,
             index,
             indexed: Default::default(),
+            delivered: Default::default(),
         }
+    }
+
+    fn delivered(&self) -> std::sync::MutexGuard<'_, Delivered> {
+        self.delivered.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn indexed_through(&self, tenant: &TenantId, stream_id: &str) -> u64 {
@@ -451,17 +540,23 @@ impl EventHandler for EpisodeProjection {
                 .map_err(retryable)?;
             return Ok(());
         };
-        // The turn before (context) through the read-ahead.
-        let read = self
-            .log
-            .read_stream_range(
-                tenant,
-                &event.stream_id,
-                version.saturating_sub(1),
-                version + READ_AHEAD - 1,
-            )
-            .await
-            .map_err(retryable)?;
+        // The turn before (context) through the read-ahead: as delivered
+        // when the run holds them, else from the log.
+        let taken = self.delivered().take(tenant, &event.stream_id, version);
+        let read = match taken {
+            Some(turns) => self.log.decode_all(turns).await,
+            None => {
+                self.log
+                    .read_stream_range(
+                        tenant,
+                        &event.stream_id,
+                        version.saturating_sub(1),
+                        version + READ_AHEAD - 1,
+                    )
+                    .await
+            }
+        }
+        .map_err(retryable)?;
         let last_read = read.last().map_or(version, |d| d.recorded.stream_version);
         let turns: Vec<Episode> = read.iter().filter_map(Episode::of).collect();
         if !turns.iter().any(|t| t.event_id == event.event_id) {
@@ -493,6 +588,11 @@ impl EventHandler for EpisodeProjection {
             return Ok(());
         }
         self.remember(tenant, &event.stream_id, last_read);
+        Ok(())
+    }
+
+    async fn prepare(&self, run: &[RecordedEvent]) -> Result<(), HandlerError> {
+        self.delivered().start_run(run);
         Ok(())
     }
 

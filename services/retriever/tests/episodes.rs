@@ -402,3 +402,69 @@ async fn an_erasure_while_a_batch_is_embedded_leaves_the_subject_no_key() {
         None
     );
 }
+
+/// A run's messages are indexed as delivered: the projection here reads
+/// a log that holds none of them, so only the run can give a turn its
+/// text and the turn before it; the next run's first turn finds its
+/// context in the last run's newest. A subject erased after its run was
+/// delivered is not indexed from the run's sealed copies either.
+#[tokio::test]
+async fn a_runs_turns_are_indexed_as_delivered_without_a_read_of_the_log() {
+    let fixture = Fixture::new().await;
+    let (ann, eve) = (
+        SubjectId::parse("ann").unwrap(),
+        SubjectId::parse("eve").unwrap(),
+    );
+    let first = fixture
+        .post(
+            &ann,
+            &[
+                "Do you still swim?",
+                "Yes, every Sunday at the lake.",
+                "Which lake?",
+                "Lake Annecy, with my sister.",
+            ],
+        )
+        .await;
+    let erased = fixture.post(&eve, &["I keep bees on the roof."]).await;
+    let empty = sqlite::open(&fixture._dir.path().join("empty.db"))
+        .await
+        .unwrap();
+    let projection = EpisodeProjection::new(
+        SealedLog::new(Arc::new(empty), fixture.log.cipher().clone()),
+        Arc::new(LexicalEmbedder::new(DIMENSION)),
+        fixture.index.clone(),
+    );
+    let run: Vec<_> = first.iter().chain(&erased).cloned().collect();
+    projection.prepare(&run).await.unwrap();
+    fixture
+        .log
+        .cipher()
+        .destroy(&fixture.tenant, &eve)
+        .await
+        .unwrap();
+    for event in &run {
+        projection.handle(event).await.unwrap();
+    }
+    assert_eq!(fixture.index.upserts.load(Ordering::SeqCst), 1, "one write");
+    let count = |subject: SubjectId| {
+        let (index, tenant) = (fixture.index.clone(), fixture.tenant.clone());
+        async move { index.count(&tenant, Some(&subject)).await.unwrap() }
+    };
+    assert_eq!(count(ann.clone()).await, 4);
+    assert_eq!(count(eve.clone()).await, 0, "erased after delivery");
+    let found = |hits: Vec<Hit>| -> Vec<MemoryId> { hits.iter().map(|h| h.id).collect() };
+    // The reply is indexed under its question, taken from the run.
+    assert!(found(fixture.episodes("swim").await)
+        .contains(&MemoryId::from_uuid(first[1].event_id.as_uuid())));
+
+    // The next run: its first turn's context is the last run's newest.
+    let later = fixture.post(&ann, &["And in winter?", "The pool."]).await;
+    projection.prepare(&later[4..]).await.unwrap();
+    for event in &later[4..] {
+        projection.handle(event).await.unwrap();
+    }
+    assert_eq!(count(ann).await, 6);
+    assert!(found(fixture.episodes("sister").await)
+        .contains(&MemoryId::from_uuid(later[4].event_id.as_uuid())));
+}
