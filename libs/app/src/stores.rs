@@ -131,15 +131,19 @@ impl Stores {
 
     /// The in-process bus keeps its topics in SQLite: the data dir's
     /// database, also when the log is in PostgreSQL (one process only).
+    /// With the log in that database, the relay's checkpoint is too
+    /// (`checkpoints`), and the bus moves it with each batch it publishes.
     pub async fn in_process_bus(&self, settings: &Settings) -> anyhow::Result<InProcessBus> {
-        let pool = match &self.backend {
-            Backend::Sqlite(pool) => pool.clone(),
+        Ok(match &self.backend {
+            Backend::Sqlite(pool) => {
+                InProcessBus::keeping_relay_checkpoints(pool.clone(), settings.bus_partitions)
+            }
             Backend::Postgres { .. } => {
                 std::fs::create_dir_all(&settings.data_dir)?;
-                sqlite::connect(&settings.database_file()).await?
+                let pool = sqlite::connect(&settings.database_file()).await?;
+                InProcessBus::new(pool, settings.bus_partitions)
             }
-        };
-        Ok(InProcessBus::new(pool, settings.bus_partitions))
+        })
     }
 
     pub async fn close(&self) {

@@ -3,7 +3,7 @@
 //! log, so destroying a subject's key also makes every copy on the bus
 //! unreadable.
 
-use mnemo_domain::RecordedEvent;
+use mnemo_domain::{RecordedEvent, SubjectId, TenantId};
 
 /// What a bus record's payload holds (JSON).
 pub type EventEnvelope = RecordedEvent;
@@ -11,8 +11,13 @@ pub type EventEnvelope = RecordedEvent;
 /// The record key: tenant and subject (or stream when there is no subject),
 /// so a subject's events stay ordered on one partition.
 pub fn record_key(event: &RecordedEvent) -> String {
-    match &event.subject {
-        Some(subject) => format!("{}/{}", event.tenant, subject),
-        None => format!("{}/{}", event.tenant, event.stream_id),
+    key_of(&event.tenant, event.subject.as_ref(), &event.stream_id)
+}
+
+/// [`record_key`] of an event's parts.
+pub fn key_of(tenant: &TenantId, subject: Option<&SubjectId>, stream_id: &str) -> String {
+    match subject {
+        Some(subject) => format!("{tenant}/{subject}"),
+        None => format!("{tenant}/{stream_id}"),
     }
 }

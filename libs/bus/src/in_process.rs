@@ -24,6 +24,9 @@ pub struct InProcessBus {
 struct Inner {
     pool: SqlitePool,
     partitions: u32,
+    /// The relay's checkpoints (`relay_checkpoints`) are in this database
+    /// too: see [`InProcessBus::keeping_relay_checkpoints`].
+    relay_checkpoints: bool,
     published: watch::Sender<u64>,
     write_lock: tokio::sync::Mutex<()>,
     active_groups: Mutex<HashSet<String>>,
@@ -45,10 +48,24 @@ pub fn partition_for(key: &str, partitions: u32) -> i32 {
 
 impl InProcessBus {
     pub fn new(pool: SqlitePool, partitions: u32) -> Self {
+        Self::open(pool, partitions, false)
+    }
+
+    /// A bus whose database also holds the relay's checkpoints: only where
+    /// the relay's `CheckpointStore` is a `SqliteCheckpointStore` on the
+    /// same database (the embedded mode with its log in SQLite), since the
+    /// relay reads its checkpoint there and this bus moves it
+    /// ([`Bus::publish_checkpointed`]).
+    pub fn keeping_relay_checkpoints(pool: SqlitePool, partitions: u32) -> Self {
+        Self::open(pool, partitions, true)
+    }
+
+    fn open(pool: SqlitePool, partitions: u32, relay_checkpoints: bool) -> Self {
         InProcessBus {
             inner: Arc::new(Inner {
                 pool,
                 partitions: partitions.max(1),
+                relay_checkpoints,
                 published: watch::channel(0).0,
                 write_lock: tokio::sync::Mutex::new(()),
                 active_groups: Mutex::new(HashSet::new()),
@@ -154,39 +171,37 @@ impl InProcessBus {
 const COMMITTED: &str = "COALESCE((SELECT next_offset FROM bus_offsets WHERE group_id = ?2 \
      AND topic = ?1 AND partition = ?3), 0)";
 
-#[async_trait]
-impl Bus for InProcessBus {
-    async fn publish(&self, topic: &str, records: Vec<OutgoingRecord>) -> Result<(), BusError> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        let _guard = self.inner.write_lock.lock().await;
-        let mut tx = self
-            .inner
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(backend)?;
-        let mut next: HashMap<i32, i64> = HashMap::new();
+impl InProcessBus {
+    /// Appends `records` to `topic` in `tx`, each to its key's partition
+    /// at the partition's next offset; `next` carries the offsets a
+    /// transaction has handed out, by topic and partition.
+    async fn insert(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+        topic: &str,
+        records: &[OutgoingRecord],
+        next: &mut HashMap<(String, i32), i64>,
+    ) -> Result<(), BusError> {
         let now = Utc::now().timestamp_micros();
         let mut rows = Vec::with_capacity(records.len());
-        for record in &records {
+        for record in records {
             let partition = partition_for(&record.key, self.inner.partitions);
-            let offset = match next.get(&partition) {
+            let key = (topic.to_owned(), partition);
+            let offset = match next.get(&key) {
                 Some(offset) => *offset,
                 None => sqlx::query_scalar(
                     "SELECT COALESCE(MAX(\"offset\") + 1, 0) FROM bus_records WHERE topic = ? AND partition = ?",
                 )
                 .bind(topic)
                 .bind(partition)
-                .fetch_one(&mut *tx)
+                .fetch_one(&mut **tx)
                 .await
                 .map_err(backend)?,
             };
             let headers = serde_json::to_string(&record.headers)
                 .map_err(|e| BusError::Backend(e.to_string()))?;
             rows.push((partition, offset, record, headers));
-            next.insert(partition, offset + 1);
+            next.insert(key, offset + 1);
         }
         // Multi-row statements: each statement is a round trip to the
         // connection's thread made while holding the write lock.
@@ -203,10 +218,68 @@ impl Bus for InProcessBus {
                     .push_bind(headers)
                     .push_bind(now);
             });
-            insert.build().execute(&mut *tx).await.map_err(backend)?;
+            insert.build().execute(&mut **tx).await.map_err(backend)?;
         }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Bus for InProcessBus {
+    async fn publish(&self, topic: &str, records: Vec<OutgoingRecord>) -> Result<(), BusError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let _guard = self.inner.write_lock.lock().await;
+        let mut tx = self
+            .inner
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend)?;
+        self.insert(&mut tx, topic, &records, &mut HashMap::new())
+            .await?;
         tx.commit().await.map_err(backend)?;
         self.inner.published.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    fn keeps_relay_checkpoints(&self) -> bool {
+        self.inner.relay_checkpoints
+    }
+
+    async fn publish_checkpointed(
+        &self,
+        runs: Vec<(&'static str, Vec<OutgoingRecord>)>,
+        name: &str,
+        position: i64,
+    ) -> Result<(), BusError> {
+        if !self.inner.relay_checkpoints {
+            return Err(BusError::Backend(
+                "this bus keeps no relay checkpoints".to_owned(),
+            ));
+        }
+        let _guard = self.inner.write_lock.lock().await;
+        let mut tx = self
+            .inner
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend)?;
+        let mut next = HashMap::new();
+        for (topic, records) in &runs {
+            self.insert(&mut tx, topic, records, &mut next).await?;
+        }
+        sqlx::query(crate::relay::SAVE_SQLITE_CHECKPOINT)
+            .bind(name)
+            .bind(position)
+            .execute(&mut *tx)
+            .await
+            .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
+        if runs.iter().any(|(_, records)| !records.is_empty()) {
+            self.inner.published.send_modify(|n| *n += 1);
+        }
         Ok(())
     }
 

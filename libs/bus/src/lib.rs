@@ -148,6 +148,31 @@ pub trait Bus: Send + Sync + 'static {
         group: &str,
         topics: &[&str],
     ) -> Result<Option<DateTime<Utc>>, BusError>;
+
+    /// Whether this bus keeps the relay's checkpoints in its own store, so
+    /// [`Bus::publish_checkpointed`] can move one in the transaction that
+    /// publishes the records.
+    fn keeps_relay_checkpoints(&self) -> bool {
+        false
+    }
+
+    /// Publishes runs of records (each to its topic, in order) and moves
+    /// the relay checkpoint `name` to `position`, all in one transaction:
+    /// a crash publishes all of it or none, so nothing is published twice,
+    /// and a batch of the relay costs one commit instead of one a topic
+    /// and one for the checkpoint. Only for a bus that
+    /// [`Bus::keeps_relay_checkpoints`]; the default refuses.
+    async fn publish_checkpointed(
+        &self,
+        runs: Vec<(&'static str, Vec<OutgoingRecord>)>,
+        name: &str,
+        position: i64,
+    ) -> Result<(), BusError> {
+        let _ = (runs, name, position);
+        Err(BusError::Backend(
+            "this bus keeps no relay checkpoints".to_owned(),
+        ))
+    }
 }
 
 #[async_trait]

@@ -2,6 +2,10 @@
 //! position order from its checkpoint, publishes each to its topic, and only
 //! then moves the checkpoint. A crash between the two republishes a batch;
 //! consumers are idempotent on `event_id`, so the effect is exactly once.
+//! Where the bus keeps the checkpoint beside its records (the in-process
+//! bus of the embedded mode, `Bus::keeps_relay_checkpoints`), a batch's
+//! records and its checkpoint commit in one transaction, and nothing is
+//! republished at all.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -10,7 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use mnemo_event_store::EventStore;
 
-use crate::envelope::record_key;
+use crate::envelope::key_of;
 use crate::{topics, Bus, BusError, OutgoingRecord};
 
 /// Held while this process is the one running a named relay; dropping it
@@ -37,6 +41,14 @@ pub trait CheckpointStore: Send + Sync + 'static {
 
 #[cfg(feature = "sqlite")]
 pub use sqlite_checkpoints::SqliteCheckpointStore;
+
+/// Moves a relay's checkpoint forward (never back) in SQLite: what
+/// [`SqliteCheckpointStore`] runs, and the in-process bus in the
+/// transaction that publishes a batch.
+#[cfg(feature = "sqlite")]
+pub(crate) const SAVE_SQLITE_CHECKPOINT: &str =
+    "INSERT INTO relay_checkpoints (name, position) VALUES (?, ?) \
+     ON CONFLICT (name) DO UPDATE SET position = MAX(position, excluded.position)";
 
 #[cfg(feature = "sqlite")]
 mod sqlite_checkpoints {
@@ -67,15 +79,12 @@ mod sqlite_checkpoints {
         }
 
         async fn save(&self, name: &str, position: i64) -> Result<(), BusError> {
-            sqlx::query(
-                "INSERT INTO relay_checkpoints (name, position) VALUES (?, ?) \
-                 ON CONFLICT (name) DO UPDATE SET position = MAX(position, excluded.position)",
-            )
-            .bind(name)
-            .bind(position)
-            .execute(&self.pool)
-            .await
-            .map_err(|e| BusError::Backend(e.to_string()))?;
+            sqlx::query(SAVE_SQLITE_CHECKPOINT)
+                .bind(name)
+                .bind(position)
+                .execute(&self.pool)
+                .await
+                .map_err(|e| BusError::Backend(e.to_string()))?;
             Ok(())
         }
     }
@@ -155,7 +164,12 @@ impl Relay {
         self.stats
             .published_position
             .store(position, Ordering::Relaxed);
-        let events = self.store.read_all(position, self.batch_size).await?;
+        // Encoded by the store: where it keeps the payload as JSON text, the
+        // text goes into the record as it is, never parsed and written again.
+        let events = self
+            .store
+            .read_all_encoded(position, self.batch_size)
+            .await?;
         let Some(last) = events.last().map(|e| e.global_position) else {
             self.stats
                 .head_position
@@ -163,39 +177,40 @@ impl Relay {
             return Ok(0);
         };
         let count = events.len();
-        // Consecutive events of one topic go out in one call; order across
+        // Consecutive events of one topic go out in one run; order across
         // topics does not matter, order within a key does and is kept.
-        let mut batch: Vec<OutgoingRecord> = Vec::new();
-        let mut batch_topic: Option<&'static str> = None;
+        let mut runs: Vec<(&'static str, Vec<OutgoingRecord>)> = Vec::new();
         for event in events {
             let topic = topics::for_event_type(&event.event_type);
-            if batch_topic.is_some_and(|t| t != topic) {
-                self.bus
-                    .publish(batch_topic.expect("checked"), std::mem::take(&mut batch))
-                    .await?;
+            if runs.last().is_none_or(|(t, _)| *t != topic) {
+                runs.push((topic, Vec::new()));
             }
-            batch_topic = Some(topic);
+            let key = key_of(&event.tenant, event.subject.as_ref(), &event.stream_id);
             let mut headers = vec![
                 ("event_id".to_owned(), event.event_id.to_string()),
-                ("event_type".to_owned(), event.event_type.clone()),
+                ("event_type".to_owned(), event.event_type),
                 ("tenant".to_owned(), event.tenant.to_string()),
             ];
-            if let Some(traceparent) = &event.metadata.traceparent {
-                headers.push(("traceparent".to_owned(), traceparent.clone()));
+            if let Some(traceparent) = event.traceparent {
+                headers.push(("traceparent".to_owned(), traceparent));
             }
-            let key = record_key(&event);
-            let payload =
-                serde_json::to_vec(&event).map_err(|e| BusError::Backend(e.to_string()))?;
-            batch.push(OutgoingRecord {
+            let (_, run) = runs.last_mut().expect("pushed above");
+            run.push(OutgoingRecord {
                 key,
-                payload,
+                payload: event.envelope,
                 headers,
             });
         }
-        if let Some(topic) = batch_topic {
-            self.bus.publish(topic, batch).await?;
+        if self.bus.keeps_relay_checkpoints() {
+            self.bus
+                .publish_checkpointed(runs, &self.name, last)
+                .await?;
+        } else {
+            for (topic, run) in runs {
+                self.bus.publish(topic, run).await?;
+            }
+            self.checkpoints.save(&self.name, last).await?;
         }
-        self.checkpoints.save(&self.name, last).await?;
         self.stats.published_position.store(last, Ordering::Relaxed);
         self.stats
             .published_total

@@ -204,6 +204,83 @@ async fn the_relay_publishes_committed_events_in_order_once_per_checkpoint() {
     assert_eq!(restarted.run_once().await.unwrap(), 1);
 }
 
+/// Where the bus keeps the relay's checkpoint, a batch's records and the
+/// checkpoint commit together: a checkpoint that cannot be saved leaves
+/// nothing published (published and then refused, the batch would go out
+/// again on the next run), and the batch once saved is published once.
+#[tokio::test]
+async fn the_relay_publishes_a_batch_and_its_checkpoint_in_one_transaction() {
+    let db = db().await;
+    let store = Arc::new(SqliteEventStore::new(db.pool.clone()).await.unwrap());
+    let bus = Arc::new(InProcessBus::keeping_relay_checkpoints(db.pool.clone(), 2));
+    assert!(bus.keeps_relay_checkpoints());
+    assert!(!InProcessBus::new(db.pool.clone(), 2).keeps_relay_checkpoints());
+    let (t, s) = (tenant("t1"), subject("s1"));
+    for kind in ["MessageReceived", "MemoryCreated", "MessageReceived"] {
+        store
+            .append(
+                &t,
+                "st",
+                ExpectedVersion::Any,
+                vec![event(kind, Some(&s), "a")],
+            )
+            .await
+            .unwrap();
+    }
+    let relay = Relay::new(
+        store.clone(),
+        bus.clone(),
+        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
+    );
+    let records = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM bus_records")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap()
+    };
+    sqlx::query(
+        "CREATE TRIGGER refuse_checkpoint BEFORE INSERT ON relay_checkpoints \
+         BEGIN SELECT RAISE(ABORT, 'checkpoint refused'); END",
+    )
+    .execute(&db.pool)
+    .await
+    .unwrap();
+    let refused = relay.run_once().await.unwrap_err();
+    assert!(
+        refused.to_string().contains("checkpoint refused"),
+        "{refused}"
+    );
+    assert_eq!(
+        records().await,
+        0,
+        "nothing published without its checkpoint"
+    );
+
+    sqlx::query("DROP TRIGGER refuse_checkpoint")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(relay.run_once().await.unwrap(), 3);
+    assert_eq!(relay.run_once().await.unwrap(), 0, "checkpoint moved");
+    assert_eq!(records().await, 3);
+    let position: i64 = sqlx::query_scalar("SELECT position FROM relay_checkpoints")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(position, store.head_position().await.unwrap());
+    let mut messages = bus.subscribe("g1", &[topics::MESSAGES]).await.unwrap();
+    let mut got = 0;
+    while messages
+        .poll(Duration::from_millis(200))
+        .await
+        .unwrap()
+        .is_some()
+    {
+        got += 1;
+    }
+    assert_eq!(got, 2, "each message once, in its topic");
+}
+
 #[derive(Default)]
 struct Recorder {
     seen: Mutex<Vec<EventId>>,

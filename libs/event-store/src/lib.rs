@@ -24,6 +24,40 @@ pub mod sqlite;
 #[cfg(feature = "testsuite")]
 pub mod testsuite;
 
+/// An event as the relay publishes it ([`EventStore::read_all_encoded`]):
+/// what it routes and keys the record by, and the envelope, the
+/// [`RecordedEvent`] serialized as JSON (the event's wire form on the bus,
+/// its payload still sealed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EncodedEvent {
+    pub global_position: i64,
+    pub event_id: EventId,
+    pub tenant: TenantId,
+    pub stream_id: String,
+    pub subject: Option<SubjectId>,
+    pub event_type: String,
+    /// The W3C trace context the event's metadata carries.
+    pub traceparent: Option<String>,
+    pub envelope: Vec<u8>,
+}
+
+impl EncodedEvent {
+    /// The encoding of a decoded event.
+    pub fn of(event: &RecordedEvent) -> Result<Self, EventStoreError> {
+        Ok(EncodedEvent {
+            global_position: event.global_position,
+            event_id: event.event_id,
+            tenant: event.tenant.clone(),
+            stream_id: event.stream_id.clone(),
+            subject: event.subject.clone(),
+            event_type: event.event_type.clone(),
+            traceparent: event.metadata.traceparent.clone(),
+            envelope: serde_json::to_vec(event)
+                .map_err(|e| EventStoreError::Corrupt(format!("unencodable event: {e}")))?,
+        })
+    }
+}
+
 /// What the writer believes the stream's version is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExpectedVersion {
@@ -223,6 +257,22 @@ pub trait EventStore: Send + Sync + 'static {
         after_position: i64,
         limit: u32,
     ) -> Result<Vec<RecordedEvent>, EventStoreError>;
+
+    /// [`EventStore::read_all`] as the relay publishes it: each event with
+    /// its wire form on the bus already encoded. The default encodes what
+    /// `read_all` returns; a store that keeps the payload as JSON text may
+    /// put that text in the envelope as it is, without parsing it.
+    async fn read_all_encoded(
+        &self,
+        after_position: i64,
+        limit: u32,
+    ) -> Result<Vec<EncodedEvent>, EventStoreError> {
+        self.read_all(after_position, limit)
+            .await?
+            .iter()
+            .map(EncodedEvent::of)
+            .collect()
+    }
 
     /// Redacts what events of the subject stored before tags, session ids
     /// and message ids were sealed still hold in plain form: those fields

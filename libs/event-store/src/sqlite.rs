@@ -19,8 +19,8 @@ use sqlx::{Row, SqlitePool};
 use tokio::sync::{watch, Mutex};
 
 use crate::{
-    AppendResult, AppendedEvent, EventQuery, EventStore, EventStoreError, ExpectedVersion,
-    StreamAppend,
+    AppendResult, AppendedEvent, EncodedEvent, EventQuery, EventStore, EventStoreError,
+    ExpectedVersion, StreamAppend,
 };
 
 mod handoff;
@@ -181,6 +181,87 @@ impl SqliteEventStore {
         rows: Vec<sqlx::sqlite::SqliteRow>,
     ) -> Result<Vec<RecordedEvent>, EventStoreError> {
         rows.iter().map(Self::decode_row).collect()
+    }
+
+    /// A row as the relay publishes it: the stored payload and metadata,
+    /// JSON text, go into the envelope as they are (checked to be JSON,
+    /// never parsed into values), where parsing them into a
+    /// [`RecordedEvent`] and serializing that would write the same fields
+    /// (`read_all_encoded_is_what_read_all_serializes`).
+    fn encode_row(row: &sqlx::sqlite::SqliteRow) -> Result<EncodedEvent, EventStoreError> {
+        let corrupt = |what: &str| EventStoreError::Corrupt(what.to_owned());
+        let event_id: &str = row.get("event_id");
+        let tenant: String = row.get("tenant_id");
+        let subject: Option<String> = row.get("subject_id");
+        let stream_id: String = row.get("stream_id");
+        let event_type: String = row.get("event_type");
+        let payload: &str = row.get("payload");
+        let metadata: &str = row.get("metadata");
+        let recorded_at: i64 = row.get("recorded_at");
+        let stream_version: i64 = row.get("stream_version");
+        let schema_version: i64 = row.get("schema_version");
+        let global_position: i64 = row.get("global_position");
+        let event_id = EventId::parse(event_id).map_err(|_| corrupt("event_id"))?;
+        let tenant = TenantId::parse(tenant).map_err(|_| corrupt("tenant_id"))?;
+        let subject = subject
+            .map(SubjectId::parse)
+            .transpose()
+            .map_err(|_| corrupt("subject_id"))?;
+        let schema_version =
+            u16::try_from(schema_version).map_err(|_| corrupt("schema_version"))?;
+        let recorded_at = Utc
+            .timestamp_micros(recorded_at)
+            .single()
+            .ok_or_else(|| corrupt("recorded_at"))?;
+        // Checked without building a value: a corrupt row is refused here,
+        // as `read_all` refuses it, not put on the bus.
+        serde_json::from_str::<serde::de::IgnoredAny>(payload).map_err(|_| corrupt("payload"))?;
+        let traceparent = serde_json::from_str::<EventMetadata>(metadata)
+            .map_err(|_| corrupt("metadata"))?
+            .traceparent;
+
+        // The fields in the order `RecordedEvent`'s `Serialize` writes them.
+        let mut envelope = Vec::with_capacity(payload.len() + metadata.len() + 320);
+        let unencodable = |e: serde_json::Error| corrupt(&format!("unencodable event: {e}"));
+        let key = |envelope: &mut Vec<u8>, name: &str| {
+            envelope.push(if envelope.is_empty() { b'{' } else { b',' });
+            envelope.push(b'"');
+            envelope.extend_from_slice(name.as_bytes());
+            envelope.extend_from_slice(b"\":");
+        };
+        key(&mut envelope, "global_position");
+        serde_json::to_writer(&mut envelope, &global_position).map_err(unencodable)?;
+        key(&mut envelope, "event_id");
+        serde_json::to_writer(&mut envelope, &event_id).map_err(unencodable)?;
+        key(&mut envelope, "tenant");
+        serde_json::to_writer(&mut envelope, &tenant).map_err(unencodable)?;
+        key(&mut envelope, "stream_id");
+        serde_json::to_writer(&mut envelope, &stream_id).map_err(unencodable)?;
+        key(&mut envelope, "stream_version");
+        serde_json::to_writer(&mut envelope, &(stream_version as u64)).map_err(unencodable)?;
+        key(&mut envelope, "subject");
+        serde_json::to_writer(&mut envelope, &subject).map_err(unencodable)?;
+        key(&mut envelope, "event_type");
+        serde_json::to_writer(&mut envelope, &event_type).map_err(unencodable)?;
+        key(&mut envelope, "schema_version");
+        serde_json::to_writer(&mut envelope, &schema_version).map_err(unencodable)?;
+        key(&mut envelope, "payload");
+        envelope.extend_from_slice(payload.as_bytes());
+        key(&mut envelope, "metadata");
+        envelope.extend_from_slice(metadata.as_bytes());
+        key(&mut envelope, "recorded_at");
+        serde_json::to_writer(&mut envelope, &recorded_at).map_err(unencodable)?;
+        envelope.push(b'}');
+        Ok(EncodedEvent {
+            global_position,
+            event_id,
+            tenant,
+            stream_id,
+            subject,
+            event_type,
+            traceparent,
+            envelope,
+        })
     }
 }
 
@@ -436,6 +517,22 @@ impl EventStore for SqliteEventStore {
             .await
             .map_err(backend)?;
         Self::decode_rows(rows)
+    }
+
+    async fn read_all_encoded(
+        &self,
+        after_position: i64,
+        limit: u32,
+    ) -> Result<Vec<EncodedEvent>, EventStoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?"
+        ))
+        .bind(after_position)
+        .bind(i64::from(limit.max(1)))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)?;
+        rows.iter().map(Self::encode_row).collect()
     }
 
     async fn read_all(

@@ -318,6 +318,60 @@ where
     assert_eq!(store.head_position().await.unwrap(), after);
 }
 
+/// What the relay publishes is what `read_all` returns, serialized: the
+/// same JSON for every field (with and without a subject, with trace
+/// context and ids in the metadata, text that needs escaping), and the
+/// same parts to route and key it by.
+pub async fn read_all_encoded_is_what_read_all_serializes<F, Fut>(open: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn EventStore>>,
+{
+    let store = open().await;
+    let start = store.head_position().await.unwrap();
+    let s = subject("s.1:x");
+    let mut traced = event("MessageReceived", Some(&s), "actor \u{e9}");
+    traced.metadata.traceparent =
+        Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into());
+    traced.metadata.causation_id = Some(EventId::new());
+    traced.payload = json!({"content": {"$sealed": {"kid": "k1", "ct": "AA/+=="}}, "note": "a \"quoted\"\nline", "n": 2.5});
+    let unsubjected = event("TenantPolicyChanged", None, "admin");
+    let mut last = 0;
+    for (stream, e) in [("conversation-s1", traced), ("tenant-policy", unsubjected)] {
+        last = store
+            .append(&tenant("t1"), stream, ExpectedVersion::Any, vec![e])
+            .await
+            .unwrap()
+            .events[0]
+            .global_position;
+    }
+    wait_for_head(store.as_ref(), last).await;
+    let decoded = store.read_all(start, 10).await.unwrap();
+    let encoded = store.read_all_encoded(start, 10).await.unwrap();
+    assert_eq!(encoded.len(), 2);
+    assert_eq!(decoded.len(), 2);
+    for (event, encoded) in decoded.iter().zip(&encoded) {
+        let wire: serde_json::Value = serde_json::from_slice(&encoded.envelope).unwrap();
+        assert_eq!(wire, serde_json::to_value(event).unwrap());
+        assert_eq!(
+            serde_json::from_slice::<mnemo_domain::RecordedEvent>(&encoded.envelope).unwrap(),
+            *event
+        );
+        assert_eq!(encoded.global_position, event.global_position);
+        assert_eq!(encoded.event_id, event.event_id);
+        assert_eq!(encoded.tenant, event.tenant);
+        assert_eq!(encoded.stream_id, event.stream_id);
+        assert_eq!(encoded.subject, event.subject);
+        assert_eq!(encoded.event_type, event.event_type);
+        assert_eq!(encoded.traceparent, event.metadata.traceparent);
+    }
+    assert!(encoded[0].traceparent.is_some());
+    assert_eq!(encoded[1].subject, None);
+    // Paged as `read_all` pages.
+    let first = store.read_all_encoded(start, 1).await.unwrap();
+    assert_eq!(first, encoded[..1]);
+}
+
 pub async fn tenants_are_isolated<F, Fut>(open: F)
 where
     F: Fn() -> Fut,
@@ -1322,6 +1376,7 @@ macro_rules! event_store_contract_tests {
             concurrent_writers_with_the_same_expectation_one_wins,
             append_is_idempotent_on_event_id,
             read_all_is_in_commit_order_without_gaps,
+            read_all_encoded_is_what_read_all_serializes,
             tenants_are_isolated,
             counts_a_tenants_events_of_a_type_since_a_time,
             survives_a_restart,
