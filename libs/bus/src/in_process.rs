@@ -172,6 +172,27 @@ const COMMITTED: &str = "COALESCE((SELECT next_offset FROM bus_offsets WHERE gro
      AND topic = ?1 AND partition = ?3), 0)";
 
 impl InProcessBus {
+    /// A write transaction begun under the bus's write lock, which the
+    /// guard holds until it is dropped: every publish goes through it.
+    async fn begin_write(
+        &self,
+    ) -> Result<
+        (
+            tokio::sync::MutexGuard<'_, ()>,
+            sqlx::Transaction<'static, sqlx::Sqlite>,
+        ),
+        BusError,
+    > {
+        let guard = self.inner.write_lock.lock().await;
+        let tx = self
+            .inner
+            .pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(backend)?;
+        Ok((guard, tx))
+    }
+
     /// Appends `records` to `topic` in `tx`, each to its key's partition
     /// at the partition's next offset; `next` carries the offsets a
     /// transaction has handed out, by topic and partition.
@@ -230,13 +251,7 @@ impl Bus for InProcessBus {
         if records.is_empty() {
             return Ok(());
         }
-        let _guard = self.inner.write_lock.lock().await;
-        let mut tx = self
-            .inner
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(backend)?;
+        let (_guard, mut tx) = self.begin_write().await?;
         self.insert(&mut tx, topic, &records, &mut HashMap::new())
             .await?;
         tx.commit().await.map_err(backend)?;
@@ -255,17 +270,9 @@ impl Bus for InProcessBus {
         position: i64,
     ) -> Result<(), BusError> {
         if !self.inner.relay_checkpoints {
-            return Err(BusError::Backend(
-                "this bus keeps no relay checkpoints".to_owned(),
-            ));
+            return Err(BusError::no_relay_checkpoints());
         }
-        let _guard = self.inner.write_lock.lock().await;
-        let mut tx = self
-            .inner
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(backend)?;
+        let (_guard, mut tx) = self.begin_write().await?;
         let mut next = HashMap::new();
         for (topic, records) in &runs {
             self.insert(&mut tx, topic, records, &mut next).await?;

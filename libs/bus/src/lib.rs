@@ -111,6 +111,12 @@ pub enum BusError {
 }
 
 impl BusError {
+    /// What [`Bus::publish_checkpointed`] answers on a bus that keeps no
+    /// relay checkpoints.
+    pub(crate) fn no_relay_checkpoints() -> Self {
+        BusError::Backend("this bus keeps no relay checkpoints".to_owned())
+    }
+
     /// A stable code for logs and dead-letter records; knows nothing of HTTP.
     pub fn code(&self) -> &'static str {
         match self {
@@ -169,9 +175,7 @@ pub trait Bus: Send + Sync + 'static {
         position: i64,
     ) -> Result<(), BusError> {
         let _ = (runs, name, position);
-        Err(BusError::Backend(
-            "this bus keeps no relay checkpoints".to_owned(),
-        ))
+        Err(BusError::no_relay_checkpoints())
     }
 }
 

@@ -183,6 +183,23 @@ impl SqliteEventStore {
         rows.iter().map(Self::decode_row).collect()
     }
 
+    /// Every tenant's rows after a position, in commit order: what
+    /// `read_all` and `read_all_encoded` read.
+    async fn rows_after(
+        &self,
+        after_position: i64,
+        limit: u32,
+    ) -> Result<Vec<sqlx::sqlite::SqliteRow>, EventStoreError> {
+        sqlx::query(&format!(
+            "SELECT {COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?"
+        ))
+        .bind(after_position)
+        .bind(i64::from(limit.max(1)))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend)
+    }
+
     /// A row as the relay publishes it: the stored payload and metadata,
     /// JSON text, go into the envelope as they are (checked to be JSON,
     /// never parsed into values), where parsing them into a
@@ -524,14 +541,7 @@ impl EventStore for SqliteEventStore {
         after_position: i64,
         limit: u32,
     ) -> Result<Vec<EncodedEvent>, EventStoreError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?"
-        ))
-        .bind(after_position)
-        .bind(i64::from(limit.max(1)))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(backend)?;
+        let rows = self.rows_after(after_position, limit).await?;
         rows.iter().map(Self::encode_row).collect()
     }
 
@@ -540,15 +550,7 @@ impl EventStore for SqliteEventStore {
         after_position: i64,
         limit: u32,
     ) -> Result<Vec<RecordedEvent>, EventStoreError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM events WHERE global_position > ? ORDER BY global_position LIMIT ?"
-        ))
-        .bind(after_position)
-        .bind(i64::from(limit.max(1)))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(backend)?;
-        Self::decode_rows(rows)
+        Self::decode_rows(self.rows_after(after_position, limit).await?)
     }
 
     async fn head_position(&self) -> Result<i64, EventStoreError> {
