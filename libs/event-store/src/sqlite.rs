@@ -247,35 +247,36 @@ impl SqliteEventStore {
 
         // The fields in the order `RecordedEvent`'s `Serialize` writes them.
         let mut envelope = Vec::with_capacity(payload.len() + metadata.len() + 320);
-        let unencodable = |e: serde_json::Error| corrupt(&format!("unencodable event: {e}"));
-        let key = |envelope: &mut Vec<u8>, name: &str| {
+        fn key(envelope: &mut Vec<u8>, name: &str) {
             envelope.push(if envelope.is_empty() { b'{' } else { b',' });
             envelope.push(b'"');
             envelope.extend_from_slice(name.as_bytes());
             envelope.extend_from_slice(b"\":");
-        };
-        key(&mut envelope, "global_position");
-        serde_json::to_writer(&mut envelope, &global_position).map_err(unencodable)?;
-        key(&mut envelope, "event_id");
-        serde_json::to_writer(&mut envelope, &event_id).map_err(unencodable)?;
-        key(&mut envelope, "tenant");
-        serde_json::to_writer(&mut envelope, &tenant).map_err(unencodable)?;
-        key(&mut envelope, "stream_id");
-        serde_json::to_writer(&mut envelope, &stream_id).map_err(unencodable)?;
-        key(&mut envelope, "stream_version");
-        serde_json::to_writer(&mut envelope, &(stream_version as u64)).map_err(unencodable)?;
-        key(&mut envelope, "subject");
-        serde_json::to_writer(&mut envelope, &subject).map_err(unencodable)?;
-        key(&mut envelope, "event_type");
-        serde_json::to_writer(&mut envelope, &event_type).map_err(unencodable)?;
-        key(&mut envelope, "schema_version");
-        serde_json::to_writer(&mut envelope, &schema_version).map_err(unencodable)?;
-        key(&mut envelope, "payload");
-        envelope.extend_from_slice(payload.as_bytes());
-        key(&mut envelope, "metadata");
-        envelope.extend_from_slice(metadata.as_bytes());
-        key(&mut envelope, "recorded_at");
-        serde_json::to_writer(&mut envelope, &recorded_at).map_err(unencodable)?;
+        }
+        fn field(
+            envelope: &mut Vec<u8>,
+            name: &str,
+            value: &impl serde::Serialize,
+        ) -> serde_json::Result<()> {
+            key(envelope, name);
+            serde_json::to_writer(envelope, value)
+        }
+        let encoded = (|| -> serde_json::Result<()> {
+            field(&mut envelope, "global_position", &global_position)?;
+            field(&mut envelope, "event_id", &event_id)?;
+            field(&mut envelope, "tenant", &tenant)?;
+            field(&mut envelope, "stream_id", &stream_id)?;
+            field(&mut envelope, "stream_version", &(stream_version as u64))?;
+            field(&mut envelope, "subject", &subject)?;
+            field(&mut envelope, "event_type", &event_type)?;
+            field(&mut envelope, "schema_version", &schema_version)?;
+            key(&mut envelope, "payload");
+            envelope.extend_from_slice(payload.as_bytes());
+            key(&mut envelope, "metadata");
+            envelope.extend_from_slice(metadata.as_bytes());
+            field(&mut envelope, "recorded_at", &recorded_at)
+        })();
+        encoded.map_err(|e| corrupt(&format!("unencodable event: {e}")))?;
         envelope.push(b'}');
         Ok(EncodedEvent {
             global_position,
