@@ -10,6 +10,7 @@
 //! service binaries depend on this crate, not on each other; evaluation and
 //! benchmark tools live in `tools/lab`, which no service binary links.
 
+pub mod allocator;
 pub mod application;
 mod backlog;
 pub mod compact;
@@ -26,12 +27,6 @@ pub mod verify_erasure;
 pub use application::{Application, SERVE_LOCK_FILE};
 pub use roles::Roles;
 
-/// The global allocator every mnemo binary declares
-/// (`#[global_allocator] static ALLOCATOR: mnemo_app::Allocator =
-/// mnemo_app::Allocator;`): mimalloc, not glibc's malloc. The server
-/// allocates and frees many small buffers across threads (JSON, sealed
-/// payloads, rows, points), and glibc's arenas took a fifth of its CPU
-/// under load (docs/operations.md, "The pipeline under load").
-pub use mimalloc::MiMalloc as Allocator;
+pub use allocator::Allocator;
 
 mod data_dir_lock;

@@ -10,6 +10,7 @@ use mnemo_telemetry::TelemetryConfig;
 use crate::{Application, Roles};
 
 pub fn service_main(name: &'static str, roles: Roles) -> anyhow::Result<()> {
+    crate::allocator::configure();
     let settings = mnemo_config::load(&Overrides::default()).context("invalid configuration")?;
     let _telemetry = mnemo_telemetry::init(&TelemetryConfig {
         service_name: name.to_owned(),

@@ -17,7 +17,7 @@ use mnemo_domain::{SubjectId, TenantId};
 use mnemo_telemetry::TelemetryConfig;
 use secrecy::{ExposeSecret, SecretString};
 
-/// See [`mnemo_app::Allocator`].
+/// See [`mnemo_app::allocator`].
 #[global_allocator]
 static ALLOCATOR: mnemo_app::Allocator = mnemo_app::Allocator;
 
@@ -428,6 +428,7 @@ fn init_telemetry(settings: &Settings) -> anyhow::Result<mnemo_telemetry::Teleme
 }
 
 fn main() -> ExitCode {
+    mnemo_app::allocator::configure();
     let cli = Cli::parse();
     if let Command::Status { url } = &cli.command {
         let runtime = match tokio::runtime::Runtime::new() {

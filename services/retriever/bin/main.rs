@@ -1,7 +1,7 @@
 //! `mnemo-retriever`: the retriever service of the scale-out deployment (see
 //! docs/scale-out.md). Configured by `MNEMO_*` variables and `MNEMO_CONFIG`.
 
-/// See [`mnemo_app::Allocator`].
+/// See [`mnemo_app::allocator`].
 #[global_allocator]
 static ALLOCATOR: mnemo_app::Allocator = mnemo_app::Allocator;
 
