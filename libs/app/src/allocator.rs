@@ -36,7 +36,6 @@ const MI_OPTION_PURGE_DELAY: c_int = 15;
 
 extern "C" {
     // Part of mimalloc's public API, linked in with `libmimalloc-sys`.
-    fn mi_option_get(option: c_int) -> c_long;
     fn mi_option_set(option: c_int, value: c_long);
 }
 
@@ -50,12 +49,6 @@ pub fn configure() {
     }
 }
 
-/// The purge delay mimalloc uses now, in milliseconds.
-pub fn current_purge_delay() -> c_long {
-    // SAFETY: reads an option, as `mi_option_get` allows at any time.
-    unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) }
-}
-
 /// The delay to set, given the operator's variable: none when it is set.
 fn purge_delay(operator: Option<&OsStr>) -> Option<c_long> {
     match operator {
@@ -67,6 +60,17 @@ fn purge_delay(operator: Option<&OsStr>) -> Option<c_long> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    extern "C" {
+        // As `mi_option_set` above.
+        fn mi_option_get(option: c_int) -> c_long;
+    }
+
+    /// The value mimalloc uses now for one of its options.
+    fn option(index: c_int) -> c_long {
+        // SAFETY: reads an option, as `mi_option_get` allows at any time.
+        unsafe { mi_option_get(index) }
+    }
 
     #[test]
     fn the_operators_variable_wins_over_mnemos_delay() {
@@ -85,17 +89,10 @@ mod tests {
         }
         // mimalloc v3's default purge delay (src/options.c): no option
         // next to it has this default, so a wrong index reads another.
-        assert_eq!(current_purge_delay(), 1000);
-        // SAFETY: as in `current_purge_delay`.
-        let neighbours = unsafe {
-            (
-                mi_option_get(MI_OPTION_PURGE_DELAY - 1),
-                mi_option_get(MI_OPTION_PURGE_DELAY + 1),
-            )
-        };
-        assert_ne!(neighbours.0, 1000);
-        assert_ne!(neighbours.1, 1000);
+        assert_eq!(option(MI_OPTION_PURGE_DELAY), 1000);
+        assert_ne!(option(MI_OPTION_PURGE_DELAY - 1), 1000);
+        assert_ne!(option(MI_OPTION_PURGE_DELAY + 1), 1000);
         configure();
-        assert_eq!(current_purge_delay(), PURGE_DELAY_MS);
+        assert_eq!(option(MI_OPTION_PURGE_DELAY), PURGE_DELAY_MS);
     }
 }
