@@ -1,7 +1,9 @@
-//! A killed `mnemo serve` loses and duplicates nothing: the server runs as a
-//! child process, gets a burst of conversations, is killed with SIGKILL in
-//! the middle of consolidating them, and is started again on the same data
-//! dir. Every expected memory then exists exactly once.
+//! `mnemo serve` as a child process. A killed server loses and duplicates
+//! nothing: it gets a burst of conversations, is killed with SIGKILL in the
+//! middle of consolidating them, and is started again on the same data
+//! dir; every expected memory then exists exactly once. And its background
+//! work runs below its request threads (the threads' nice values, read
+//! from `/proc`).
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -214,6 +216,100 @@ async fn sigkill_mid_consolidation_loses_and_duplicates_nothing() {
         created(dir.path()).await,
         SUBJECTS * FACTS.len(),
         "one MemoryCreated per fact in the log"
+    );
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+}
+
+/// Each thread of process `pid`: its name and nice value, from `/proc`.
+fn threads(pid: u32) -> Vec<(String, i32)> {
+    let mut threads = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let task = task.unwrap().path();
+        let (Ok(name), Ok(stat)) = (
+            std::fs::read_to_string(task.join("comm")),
+            std::fs::read_to_string(task.join("stat")),
+        ) else {
+            continue; // the thread ended meanwhile
+        };
+        // After the name's closing parenthesis: state (field 3) first, so
+        // the nice value (field 19) is the 17th.
+        let nice = stat.rsplit_once(')').unwrap().1.split_whitespace().nth(16);
+        threads.push((name.trim().to_owned(), nice.unwrap().parse().unwrap()));
+    }
+    threads
+}
+
+#[tokio::test]
+async fn the_background_work_runs_below_the_request_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("mnemo.toml");
+    std::fs::write(&config, "[runtime]\nbackground_nice = 6\n").unwrap();
+    let data = dir.path();
+    let client = reqwest::Client::new();
+    let port = free_port();
+    let mut server = start(data, &config, port);
+    wait_healthy(&client, port).await;
+    // Work for every part, so the threads that start on demand (the
+    // blocking pools) have started: messages to index and consolidate,
+    // then a search.
+    let token = token(data);
+    let url = format!("http://127.0.0.1:{port}/v1/subjects/alice");
+    let messages: Vec<Value> = FACTS
+        .iter()
+        .enumerate()
+        .map(|(i, fact)| json!({"role": "user", "content": format!("{fact}."), "id": format!("m{i}")}))
+        .collect();
+    let posted = client
+        .post(format!("{url}/messages"))
+        .bearer_auth(&token)
+        .json(&json!({ "messages": messages }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status(), 202);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while memories(&client, port, &token, "alice").await.is_empty() {
+        assert!(Instant::now() < deadline, "nothing was consolidated");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let searched = client
+        .post(format!("{url}/search"))
+        .bearer_auth(&token)
+        .json(&json!({"query": FACTS[0], "include": ["memories", "episodes"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(searched.status(), 200);
+
+    let pid = server.child.id();
+    let threads = threads(pid);
+    let base = threads
+        .iter()
+        .find(|(name, _)| name == "mnemo")
+        .expect("the main thread")
+        .1;
+    let of = |prefix: &str| -> Vec<i32> {
+        threads
+            .iter()
+            .filter(|(name, _)| name.starts_with(prefix))
+            .map(|(_, nice)| *nice)
+            .collect()
+    };
+    let requests = of("actix-server");
+    let background = of("mnemo-pipeline");
+    assert!(!requests.is_empty(), "no request thread in {threads:?}");
+    assert!(
+        background.len() >= 2,
+        "no background threads in {threads:?}"
+    );
+    assert!(
+        requests.iter().all(|nice| *nice == base),
+        "request threads must keep the process's priority ({base}): {threads:?}"
+    );
+    assert!(
+        background.iter().all(|nice| *nice == (base + 6).min(19)),
+        "background threads must run 6 lower than {base}: {threads:?}"
     );
     server.child.kill().unwrap();
     server.child.wait().unwrap();

@@ -17,6 +17,7 @@ pub mod compact;
 pub mod forget;
 pub mod reindex;
 pub mod roles;
+pub mod runtime;
 pub mod secrets;
 pub mod service;
 pub mod stores;

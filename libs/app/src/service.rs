@@ -30,10 +30,9 @@ pub fn service_main(name: &'static str, roles: Roles) -> anyhow::Result<()> {
              use `mnemo serve` for a single process"
         );
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
+    // Awaited by block_on, not spawned: the request threads keep this
+    // thread's priority (see crate::runtime).
+    crate::runtime::build(settings.background_nice)?.block_on(async {
         let app = Application::build_roles(settings.clone(), roles).await?;
         tracing::info!(
             service = name,

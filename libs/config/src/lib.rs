@@ -97,6 +97,8 @@ struct RawSettings {
     #[serde(default)]
     telemetry: process::RawTelemetry,
     #[serde(default)]
+    runtime: process::RawRuntime,
+    #[serde(default)]
     bus: process::RawBus,
     #[serde(default)]
     embedding: embedding::RawEmbedding,
@@ -129,6 +131,10 @@ pub struct Settings {
     pub quotas: Policies<Quota>,
     pub telemetry: TelemetrySettings,
     pub bus_partitions: u32,
+    /// The nice increment of the threads that run the background work
+    /// (projections, consolidation, relay) over the request threads, 0–19:
+    /// see `mnemo_app::runtime`.
+    pub background_nice: u8,
     /// Which embedder, and where its model or endpoint is.
     pub embedding: EmbedSettings,
     pub consolidation: Policies<ConsolidationPolicy>,
@@ -226,6 +232,7 @@ pub fn load_from(
         quotas: raw.quotas.resolve()?,
         telemetry: raw.telemetry.with_env(&env).resolve()?,
         bus_partitions: raw.bus.resolve()?,
+        background_nice: raw.runtime.with_env(&env)?.resolve()?,
         embedding: raw.embedding.with_env(&env)?.resolve()?,
         database: raw.database.with_env(&env).resolve()?,
         kafka: raw.kafka.with_env(&env)?.resolve()?,

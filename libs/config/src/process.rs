@@ -1,5 +1,5 @@
-//! `[limits]`, `[telemetry]` and `[bus]`: what the process itself runs
-//! with.
+//! `[limits]`, `[telemetry]`, `[bus]` and `[runtime]`: what the process
+//! itself runs with.
 
 use mnemo_telemetry::LogFormat;
 use serde::Deserialize;
@@ -104,6 +104,40 @@ impl RawBus {
     }
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRuntime {
+    background_nice: Option<i32>,
+}
+
+impl RawRuntime {
+    pub(crate) fn with_env(mut self, env: &Env) -> Result<Self, ConfigError> {
+        if let Some(nice) = env.parse(
+            "MNEMO_BACKGROUND_NICE",
+            "runtime.background_nice (MNEMO_BACKGROUND_NICE)",
+            "a whole number from 0 to 19",
+        )? {
+            self.background_nice = Some(nice);
+        }
+        Ok(self)
+    }
+
+    /// How much lower than the request threads the background work runs
+    /// (a nice increment); default 10.
+    pub(crate) fn resolve(self) -> Result<u8, ConfigError> {
+        let nice = self.background_nice.unwrap_or(10);
+        u8::try_from(nice)
+            .ok()
+            .filter(|nice| *nice <= 19)
+            .ok_or_else(|| {
+                invalid(
+                    "runtime.background_nice (MNEMO_BACKGROUND_NICE)",
+                    "a whole number from 0 to 19",
+                )
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use mnemo_telemetry::LogFormat;
@@ -127,6 +161,31 @@ mod tests {
         assert!(error.to_string().contains("MNEMO_LOG_FORMAT"), "{error}");
         let json = load_toml("[telemetry]\nlog_format = \"json\"\n").unwrap();
         assert_eq!(json.telemetry.log_format, LogFormat::Json);
+    }
+
+    #[test]
+    fn the_background_nice_defaults_to_ten_and_stays_within_what_nice_allows() {
+        assert_eq!(load_toml("").unwrap().background_nice, 10);
+        let file = load_toml("[runtime]\nbackground_nice = 0\n").unwrap();
+        assert_eq!(file.background_nice, 0);
+        assert_eq!(
+            load_env(&[("MNEMO_BACKGROUND_NICE", "19")])
+                .unwrap()
+                .background_nice,
+            19
+        );
+        for bad in ["20", "-1", "low"] {
+            let error = load_env(&[("MNEMO_BACKGROUND_NICE", bad)]).unwrap_err();
+            assert!(
+                error.to_string().contains("MNEMO_BACKGROUND_NICE"),
+                "{bad}: {error}"
+            );
+        }
+        let error = load_toml("[runtime]\nbackground_nice = -5\n").unwrap_err();
+        assert!(
+            error.to_string().contains("runtime.background_nice"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -503,7 +503,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve { data_dir, listen } => {
             let settings = settings(&config, data_dir, listen)?.keep_models_in_data_dir();
             let _telemetry = init_telemetry(&settings)?;
-            runtime.block_on(serve(settings))
+            // Its own runtime, whose threads run the background work below
+            // the request threads (see mnemo_app::runtime).
+            drop(runtime);
+            mnemo_app::runtime::build(settings.background_nice)?.block_on(serve(settings))
         }
         Command::Token {
             data_dir,

@@ -17,17 +17,22 @@ use secrecy::ExposeSecret;
 use serde_json::json;
 
 /// A server started in this process on a temporary data dir, and a token
-/// for it: what the benches measure when no `--url` is given. A bench ends
-/// it with [`EmbeddedServer::stop`]; dropped instead, it removes the data
-/// dir under the server's tasks, whose next flush then fails on the
-/// missing files.
+/// for it: what the benches measure when no `--url` is given. It runs on a
+/// thread and a runtime of its own, as `mnemo serve` would in its own
+/// process (background work below its request threads, see
+/// `mnemo_app::runtime`), so the bench's clients neither wait behind the
+/// server's tasks on one runtime nor share its priorities. A bench ends it
+/// with [`EmbeddedServer::stop`]; dropped instead, it removes the data dir
+/// under the server's tasks, whose next flush then fails on the missing
+/// files.
 pub struct EmbeddedServer {
     pub url: String,
     /// Tenant `bench`, actor `bench`, valid for a day.
     pub token: String,
     pub settings: Settings,
     server: actix_web::dev::ServerHandle,
-    running: tokio::task::JoinHandle<anyhow::Result<()>>,
+    running: tokio::sync::oneshot::Receiver<anyhow::Result<()>>,
+    thread: std::thread::JoinHandle<()>,
     _dir: tempfile::TempDir,
 }
 
@@ -48,10 +53,30 @@ impl EmbeddedServer {
             },
             env,
         )?;
-        let app = mnemo_app::Application::build(settings.clone()).await?;
-        let url = format!("http://127.0.0.1:{}", app.port());
-        let server = app.server_handle();
-        let running = tokio::spawn(app.run());
+        let (started_tx, started) = tokio::sync::oneshot::channel();
+        let (running_tx, running) = tokio::sync::oneshot::channel();
+        let server_settings = settings.clone();
+        let thread = std::thread::Builder::new()
+            .name("embedded-server".into())
+            .spawn(move || {
+                let outcome = serve_embedded(server_settings, started_tx);
+                // Gone only when the bench stopped waiting: nothing to tell.
+                let _ = running_tx.send(outcome);
+            })?;
+        let (port, server) = match started.await {
+            Ok(started) => started,
+            // The thread ended before the server listened: its outcome says why.
+            Err(_) => {
+                thread
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("the embedded server's thread panicked"))?;
+                return Err(match running.await {
+                    Ok(Err(error)) => error,
+                    _ => anyhow::anyhow!("the embedded server stopped before it listened"),
+                });
+            }
+        };
+        let url = format!("http://127.0.0.1:{port}");
         let secret = match &settings.auth.hs256_secret {
             Some(secret) => secret.expose_secret().as_bytes().to_vec(),
             None => mnemo_app::secrets::load_or_create_dev_secret(&settings.dev_secret_file())?.0,
@@ -71,6 +96,7 @@ impl EmbeddedServer {
             settings,
             server,
             running,
+            thread,
             _dir: dir,
         })
     }
@@ -81,11 +107,32 @@ impl EmbeddedServer {
     /// not this.
     pub async fn stop(self) -> anyhow::Result<()> {
         self.server.stop(true).await;
-        self.running
+        let outcome = self
+            .running
             .await
-            .context("the embedded server's task")?
-            .context("the embedded server")
+            .context("the embedded server's thread ended without an outcome")?;
+        let thread = self.thread;
+        tokio::task::spawn_blocking(move || thread.join())
+            .await?
+            .map_err(|_| anyhow::anyhow!("the embedded server's thread panicked"))?;
+        outcome.context("the embedded server")
     }
+}
+
+/// The embedded server's thread: builds the server on a runtime of its
+/// own, says where it listens, and runs it until it stops.
+fn serve_embedded(
+    settings: Settings,
+    started: tokio::sync::oneshot::Sender<(u16, actix_web::dev::ServerHandle)>,
+) -> anyhow::Result<()> {
+    let runtime = mnemo_app::runtime::build(settings.background_nice)?;
+    runtime.block_on(async {
+        let app = mnemo_app::Application::build(settings).await?;
+        // Gone only when the bench gave up waiting: it stops the server.
+        let _ = started.send((app.port(), app.server_handle()));
+        // Awaited here, not spawned: see mnemo_app::runtime.
+        app.run().await
+    })
 }
 
 #[derive(Debug, Clone)]
