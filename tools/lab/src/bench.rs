@@ -32,7 +32,6 @@ pub struct EmbeddedServer {
     pub settings: Settings,
     server: actix_web::dev::ServerHandle,
     running: tokio::sync::oneshot::Receiver<anyhow::Result<()>>,
-    thread: std::thread::JoinHandle<()>,
     _dir: tempfile::TempDir,
 }
 
@@ -56,25 +55,22 @@ impl EmbeddedServer {
         let (started_tx, started) = tokio::sync::oneshot::channel();
         let (running_tx, running) = tokio::sync::oneshot::channel();
         let server_settings = settings.clone();
-        let thread = std::thread::Builder::new()
+        // Not joined: its outcome is sent after its runtime is dropped,
+        // which waits for every task and blocking thread, so the outcome
+        // says all that the thread's end would (a panic drops the sender).
+        std::thread::Builder::new()
             .name("embedded-server".into())
             .spawn(move || {
                 let outcome = serve_embedded(server_settings, started_tx);
                 // Gone only when the bench stopped waiting: nothing to tell.
                 let _ = running_tx.send(outcome);
             })?;
-        let (port, server) = match started.await {
-            Ok(started) => started,
+        let Ok((port, server)) = started.await else {
             // The thread ended before the server listened: its outcome says why.
-            Err(_) => {
-                thread
-                    .join()
-                    .map_err(|_| anyhow::anyhow!("the embedded server's thread panicked"))?;
-                return Err(match running.await {
-                    Ok(Err(error)) => error,
-                    _ => anyhow::anyhow!("the embedded server stopped before it listened"),
-                });
-            }
+            return Err(match running.await {
+                Ok(Err(error)) => error,
+                _ => anyhow::anyhow!("the embedded server stopped before it listened"),
+            });
         };
         let url = format!("http://127.0.0.1:{port}");
         let secret = match &settings.auth.hs256_secret {
@@ -96,7 +92,6 @@ impl EmbeddedServer {
             settings,
             server,
             running,
-            thread,
             _dir: dir,
         })
     }
@@ -107,15 +102,10 @@ impl EmbeddedServer {
     /// not this.
     pub async fn stop(self) -> anyhow::Result<()> {
         self.server.stop(true).await;
-        let outcome = self
-            .running
+        self.running
             .await
-            .context("the embedded server's thread ended without an outcome")?;
-        let thread = self.thread;
-        tokio::task::spawn_blocking(move || thread.join())
-            .await?
-            .map_err(|_| anyhow::anyhow!("the embedded server's thread panicked"))?;
-        outcome.context("the embedded server")
+            .context("the embedded server's thread ended without an outcome")?
+            .context("the embedded server")
     }
 }
 
