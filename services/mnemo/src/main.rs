@@ -495,17 +495,19 @@ fn verify_erasure(cli: Cli) -> anyhow::Result<u8> {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    // Built by the command that needs one: `serve` builds its own (see
+    // mnemo_app::runtime) and `token` none.
+    let runtime = || {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    };
     let config = cli.config;
     match cli.command {
         Command::Serve { data_dir, listen } => {
             let settings = settings(&config, data_dir, listen)?.keep_models_in_data_dir();
             let _telemetry = init_telemetry(&settings)?;
-            // Its own runtime, whose threads run the background work below
-            // the request threads (see mnemo_app::runtime).
-            drop(runtime);
+            // Its threads run the background work below the request threads.
             mnemo_app::runtime::build(settings.background_nice)?.block_on(serve(settings))
         }
         Command::Token {
@@ -521,31 +523,31 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{token}");
             Ok(())
         }
-        Command::Bench { what } => runtime.block_on(bench(what)),
-        Command::Eval { what } => runtime.block_on(eval(config, what)),
+        Command::Bench { what } => runtime()?.block_on(bench(what)),
+        Command::Eval { what } => runtime()?.block_on(eval(config, what)),
         Command::Forget { data_dir, dry_run } => {
             let settings = settings(&config, data_dir, None)?;
             let _telemetry = init_telemetry(&settings)?;
-            runtime.block_on(mnemo_app::forget::run(&settings, dry_run))
+            runtime()?.block_on(mnemo_app::forget::run(&settings, dry_run))
         }
         Command::Compact { data_dir } => {
             let settings = settings(&config, data_dir, None)?;
-            let compacted = runtime.block_on(mnemo_app::compact::run(&settings))?;
+            let compacted = runtime()?.block_on(mnemo_app::compact::run(&settings))?;
             println!("{compacted}");
             Ok(())
         }
         Command::Reindex { data_dir } => {
             let settings = settings(&config, data_dir, None)?.keep_models_in_data_dir();
             let _telemetry = init_telemetry(&settings)?;
-            runtime.block_on(mnemo_app::reindex::run(&settings))
+            runtime()?.block_on(mnemo_app::reindex::run(&settings))
         }
-        Command::Model { what } => runtime.block_on(model::run(&config, what)),
+        Command::Model { what } => runtime()?.block_on(model::run(&config, what)),
         Command::Dev {
             what: DevCommand::Kafka { port, partitions },
-        } => runtime.block_on(mnemo_lab::dev_kafka::run(port, partitions)),
+        } => runtime()?.block_on(mnemo_lab::dev_kafka::run(port, partitions)),
         Command::Dev {
             what: DevCommand::Llm { port },
-        } => runtime.block_on(mnemo_lab::dev_llm::run(port)),
+        } => runtime()?.block_on(mnemo_lab::dev_llm::run(port)),
         Command::Mcp { url } => {
             let _telemetry = mnemo_telemetry::init(&TelemetryConfig {
                 service_name: "mnemo-mcp".to_owned(),
@@ -556,13 +558,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             })
             .context("cannot set up telemetry")?;
             let api = mnemo_mcp::ApiClient::new(&url)?;
-            runtime.block_on(mnemo_mcp::serve_stdio(api, mcp_token()?))?;
+            runtime()?.block_on(mnemo_mcp::serve_stdio(api, mcp_token()?))?;
             Ok(())
         }
         Command::Migrate { data_dir } => {
             let settings = settings(&config, data_dir, None)?;
             let _telemetry = init_telemetry(&settings)?;
-            runtime.block_on(migrate(&settings))
+            runtime()?.block_on(migrate(&settings))
         }
         Command::VerifyErasure { .. } => unreachable!("main runs verify-erasure itself"),
         Command::Status { .. } => unreachable!("main runs status itself"),
