@@ -27,10 +27,23 @@ struct Inner {
     /// The relay's checkpoints (`relay_checkpoints`) are in this database
     /// too: see [`InProcessBus::keeping_relay_checkpoints`].
     relay_checkpoints: bool,
-    published: watch::Sender<u64>,
-    write_lock: tokio::sync::Mutex<()>,
+    /// How many publishes each topic has had: a subscription wakes when one
+    /// of its own topics moves, not on every publish (a relay batch of
+    /// messages woke the groups of every other topic for a query per
+    /// partition that found nothing).
+    published: watch::Sender<HashMap<String, u64>>,
+    /// Held by every write. It guards each partition's next offset as
+    /// this bus last handed it out, so a publish does not ask the table
+    /// for its partitions' heads: only a bus writes its records (a prune
+    /// keeps each partition's newest), and an offset another instance on
+    /// the same database handed out meanwhile fails the insert, which
+    /// forgets what it knew and tries again from the table.
+    write_lock: tokio::sync::Mutex<NextOffsets>,
     active_groups: Mutex<HashSet<String>>,
 }
+
+/// Each partition's next offset, by (topic, partition).
+type NextOffsets = HashMap<(String, i32), i64>;
 
 fn backend(error: sqlx::Error) -> BusError {
     BusError::Backend(error.to_string())
@@ -66,8 +79,8 @@ impl InProcessBus {
                 pool,
                 partitions: partitions.max(1),
                 relay_checkpoints,
-                published: watch::channel(0).0,
-                write_lock: tokio::sync::Mutex::new(()),
+                published: watch::channel(HashMap::new()).0,
+                write_lock: tokio::sync::Mutex::new(HashMap::new()),
                 active_groups: Mutex::new(HashSet::new()),
             }),
         }
@@ -172,25 +185,74 @@ const COMMITTED: &str = "COALESCE((SELECT next_offset FROM bus_offsets WHERE gro
      AND topic = ?1 AND partition = ?3), 0)";
 
 impl InProcessBus {
-    /// A write transaction begun under the bus's write lock, which the
-    /// guard holds until it is dropped: every publish goes through it.
-    async fn begin_write(
+    /// Appends each run of records to its topic and, with a checkpoint,
+    /// moves the relay's checkpoint `(name, position)`, in one transaction
+    /// under the bus's write lock; then wakes the subscriptions of the
+    /// topics that received records.
+    async fn write(
         &self,
-    ) -> Result<
-        (
-            tokio::sync::MutexGuard<'_, ()>,
-            sqlx::Transaction<'static, sqlx::Sqlite>,
-        ),
-        BusError,
-    > {
-        let guard = self.inner.write_lock.lock().await;
-        let tx = self
+        runs: &[(&str, Vec<OutgoingRecord>)],
+        checkpoint: Option<(&str, i64)>,
+    ) -> Result<(), BusError> {
+        let mut next = self.inner.write_lock.lock().await;
+        let written = match self.write_once(&mut next, runs, checkpoint).await {
+            Err(_) if !next.is_empty() => {
+                // Perhaps an offset another instance handed out: from the
+                // table's heads once more.
+                next.clear();
+                self.write_once(&mut next, runs, checkpoint).await
+            }
+            written => written,
+        };
+        if written.is_err() {
+            next.clear();
+        }
+        written?;
+        drop(next);
+        let topics: Vec<&str> = runs
+            .iter()
+            .filter(|(_, records)| !records.is_empty())
+            .map(|(topic, _)| *topic)
+            .collect();
+        if !topics.is_empty() {
+            self.inner.published.send_modify(|counts| {
+                for topic in topics {
+                    *counts.entry(topic.to_owned()).or_default() += 1;
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// [`InProcessBus::write`]'s transaction; `next` gains the offsets it
+    /// hands out only once it has committed.
+    async fn write_once(
+        &self,
+        next: &mut NextOffsets,
+        runs: &[(&str, Vec<OutgoingRecord>)],
+        checkpoint: Option<(&str, i64)>,
+    ) -> Result<(), BusError> {
+        let mut tx = self
             .inner
             .pool
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(backend)?;
-        Ok((guard, tx))
+        let mut handed = next.clone();
+        for (topic, records) in runs {
+            self.insert(&mut tx, topic, records, &mut handed).await?;
+        }
+        if let Some((name, position)) = checkpoint {
+            sqlx::query(crate::relay::SAVE_SQLITE_CHECKPOINT)
+                .bind(name)
+                .bind(position)
+                .execute(&mut *tx)
+                .await
+                .map_err(backend)?;
+        }
+        tx.commit().await.map_err(backend)?;
+        *next = handed;
+        Ok(())
     }
 
     /// Appends `records` to `topic` in `tx`, each to its key's partition
@@ -251,12 +313,7 @@ impl Bus for InProcessBus {
         if records.is_empty() {
             return Ok(());
         }
-        let (_guard, mut tx) = self.begin_write().await?;
-        self.insert(&mut tx, topic, &records, &mut HashMap::new())
-            .await?;
-        tx.commit().await.map_err(backend)?;
-        self.inner.published.send_modify(|n| *n += 1);
-        Ok(())
+        self.write(&[(topic, records)], None).await
     }
 
     fn keeps_relay_checkpoints(&self) -> bool {
@@ -272,22 +329,7 @@ impl Bus for InProcessBus {
         if !self.inner.relay_checkpoints {
             return Err(BusError::no_relay_checkpoints());
         }
-        let (_guard, mut tx) = self.begin_write().await?;
-        let mut next = HashMap::new();
-        for (topic, records) in &runs {
-            self.insert(&mut tx, topic, records, &mut next).await?;
-        }
-        sqlx::query(crate::relay::SAVE_SQLITE_CHECKPOINT)
-            .bind(name)
-            .bind(position)
-            .execute(&mut *tx)
-            .await
-            .map_err(backend)?;
-        tx.commit().await.map_err(backend)?;
-        if runs.iter().any(|(_, records)| !records.is_empty()) {
-            self.inner.published.send_modify(|n| *n += 1);
-        }
-        Ok(())
+        self.write(&runs, Some((name, position))).await
     }
 
     // Both readings look at one partition at a time, through the primary
@@ -375,6 +417,7 @@ impl Bus for InProcessBus {
         Ok(Box::new(InProcessSubscription {
             bus: self.inner.clone(),
             group: group.to_owned(),
+            topics: topics.iter().map(|topic| (*topic).to_owned()).collect(),
             positions,
             cursor: 0,
             fetched: VecDeque::new(),
@@ -395,7 +438,9 @@ struct InProcessSubscription {
     /// are already past them; a new subscription starts again from the
     /// committed offsets, so nothing read ahead is lost).
     fetched: VecDeque<Delivery>,
-    published: watch::Receiver<u64>,
+    /// The topics it reads, whose publishes wake it.
+    topics: Vec<String>,
+    published: watch::Receiver<HashMap<String, u64>>,
 }
 
 /// Records read from a partition in one query at most.
@@ -410,6 +455,15 @@ impl Drop for InProcessSubscription {
 }
 
 impl InProcessSubscription {
+    /// How many publishes its topics have had, marked seen.
+    fn publishes(&mut self) -> u64 {
+        let counts = self.published.borrow_and_update();
+        self.topics
+            .iter()
+            .filter_map(|topic| counts.get(topic))
+            .sum()
+    }
+
     async fn try_next(&mut self) -> Result<Option<Delivery>, BusError> {
         if let Some(delivery) = self.fetched.pop_front() {
             return Ok(Some(delivery));
@@ -461,15 +515,19 @@ impl Subscription for InProcessSubscription {
     async fn poll(&mut self, timeout: Duration) -> Result<Option<Delivery>, BusError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            // Mark the current publish count seen before looking, so a publish
+            // Mark the publishes so far seen before looking, so a publish
             // that lands between the query and the wait still wakes us.
-            self.published.borrow_and_update();
+            let seen = self.publishes();
             if let Some(delivery) = self.try_next().await? {
                 return Ok(Some(delivery));
             }
-            match tokio::time::timeout_at(deadline, self.published.changed()).await {
-                Ok(Ok(())) => continue,
-                Ok(Err(_)) | Err(_) => return Ok(None),
+            loop {
+                match tokio::time::timeout_at(deadline, self.published.changed()).await {
+                    Ok(Ok(())) if self.publishes() != seen => break,
+                    // Another topic's publish.
+                    Ok(Ok(())) => continue,
+                    Ok(Err(_)) | Err(_) => return Ok(None),
+                }
             }
         }
     }

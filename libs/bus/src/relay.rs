@@ -8,8 +8,8 @@
 //! republished at all.
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use mnemo_event_store::EventStore;
@@ -135,7 +135,16 @@ pub struct Relay {
     name: String,
     batch_size: u32,
     stats: Arc<RelayStats>,
+    /// When the log's head was last read (`note_head`).
+    head_read_at: Mutex<Option<Instant>>,
 }
+
+/// How often the relay reads the log's head for its lag figure at most.
+const HEAD_EVERY: Duration = Duration::from_millis(100);
+
+/// How long the relay gathers appends after a batch that was neither empty
+/// nor full before it publishes the next.
+pub const GATHER: Duration = Duration::from_millis(20);
 
 impl Relay {
     pub fn new(
@@ -150,6 +159,7 @@ impl Relay {
             name: CHECKPOINT.to_owned(),
             batch_size: 500,
             stats: Arc::new(RelayStats::default()),
+            head_read_at: Mutex::new(None),
         }
     }
 
@@ -161,6 +171,12 @@ impl Relay {
     /// were published (0 when caught up).
     pub async fn run_once(&self) -> Result<usize, RelayError> {
         let position = self.checkpoints.load(&self.name).await?;
+        Ok(self.publish_after(position).await?.0)
+    }
+
+    /// Publishes the next batch after `position`, the checkpoint; returns
+    /// how many events it published and where the checkpoint is now.
+    async fn publish_after(&self, position: i64) -> Result<(usize, i64), RelayError> {
         self.stats
             .published_position
             .store(position, Ordering::Relaxed);
@@ -171,10 +187,8 @@ impl Relay {
             .read_all_encoded(position, self.batch_size)
             .await?;
         let Some(last) = events.last().map(|e| e.global_position) else {
-            self.stats
-                .head_position
-                .store(self.store.head_position().await?, Ordering::Relaxed);
-            return Ok(0);
+            self.note_head(position).await?;
+            return Ok((0, position));
         };
         let count = events.len();
         // Consecutive events of one topic go out in one run; order across
@@ -215,11 +229,32 @@ impl Relay {
         self.stats
             .published_total
             .fetch_add(count as i64, Ordering::Relaxed);
-        self.stats.head_position.store(
-            self.store.head_position().await?.max(last),
-            Ordering::Relaxed,
-        );
-        Ok(count)
+        self.note_head(last).await?;
+        Ok((count, last))
+    }
+
+    /// Updates the head of the log that the lag figure compares with
+    /// `published`. The head is read at most once per [`HEAD_EVERY`]: it
+    /// only feeds that figure, and reading it after every batch was a
+    /// query per batch.
+    async fn note_head(&self, published: i64) -> Result<(), RelayError> {
+        let due = {
+            let mut read_at = self.head_read_at.lock().unwrap_or_else(|p| p.into_inner());
+            let due = read_at.is_none_or(|at| at.elapsed() >= HEAD_EVERY);
+            if due {
+                *read_at = Some(Instant::now());
+            }
+            due
+        };
+        let head = if due {
+            self.store.head_position().await?
+        } else {
+            self.stats.head_position.load(Ordering::Relaxed)
+        };
+        self.stats
+            .head_position
+            .store(head.max(published), Ordering::Relaxed);
+        Ok(())
     }
 
     /// Runs until the task is dropped. Errors are logged and retried with
@@ -238,17 +273,50 @@ impl Relay {
         };
         tracing::info!(relay = %self.name, "relay is running");
         backoff = Duration::from_millis(100);
+        // While this relay leads, nobody else moves its checkpoint: it is
+        // read once, then known. After a failure it is read again, since a
+        // failed commit may or may not have moved it.
+        let mut position = None;
+        // When the last batch that was neither empty nor full went out.
+        let mut trickled: Option<Instant> = None;
         loop {
-            match self.run_once().await {
-                Ok(0) => {
+            // Under a steady trickle of appends, each batch a few events,
+            // gather for a moment before the next one: a batch costs a
+            // transaction, and wakes every consumer for a run of its own.
+            // The first event after a quiet spell, and a backlog (full
+            // batches), go at once.
+            if let Some(at) = trickled.take() {
+                tokio::time::sleep_until((at + GATHER).into()).await;
+            }
+            let after = match position {
+                Some(after) => after,
+                None => match self.checkpoints.load(&self.name).await {
+                    Ok(after) => after,
+                    Err(error) => {
+                        tracing::warn!(error = %error, backoff_ms = backoff.as_millis() as u64, "relay cannot read its checkpoint, retrying");
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(10));
+                        continue;
+                    }
+                },
+            };
+            match self.publish_after(after).await {
+                Ok((0, now)) => {
                     backoff = Duration::from_millis(100);
-                    let position = self.stats.published_position.load(Ordering::Relaxed);
+                    position = Some(now);
                     self.store
-                        .wait_for_append(position, Duration::from_secs(1))
+                        .wait_for_append(now, Duration::from_secs(1))
                         .await;
                 }
-                Ok(_) => backoff = Duration::from_millis(100),
+                Ok((count, now)) => {
+                    backoff = Duration::from_millis(100);
+                    position = Some(now);
+                    if count < self.batch_size as usize {
+                        trickled = Some(Instant::now());
+                    }
+                }
                 Err(error) => {
+                    position = None;
                     tracing::warn!(error = %error, backoff_ms = backoff.as_millis() as u64, "relay failed, retrying");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(10));

@@ -118,6 +118,39 @@ async fn a_publish_longer_than_a_statement_keeps_offsets_and_order() {
     }
 }
 
+/// A bus knows each partition's next offset without asking the table; a
+/// second bus on the same database hands out offsets the first does not
+/// know of, and the first's next publish still lands after them, in
+/// order, with no gap and nothing lost.
+#[tokio::test]
+async fn two_buses_on_one_database_keep_one_run_of_offsets() {
+    let db = db().await;
+    let (first, second) = (
+        InProcessBus::new(db.pool.clone(), 1),
+        InProcessBus::new(db.pool.clone(), 1),
+    );
+    let records = |range: std::ops::Range<usize>| {
+        range
+            .map(|i| mnemo_bus::testsuite::record("t/s", &i.to_string()))
+            .collect::<Vec<_>>()
+    };
+    first.publish("t.shared", records(0..3)).await.unwrap();
+    second.publish("t.shared", records(3..5)).await.unwrap();
+    first.publish("t.shared", records(5..7)).await.unwrap();
+    second.publish("t.shared", records(7..8)).await.unwrap();
+    let mut sub = first.subscribe("g-shared", &["t.shared"]).await.unwrap();
+    let mut got = Vec::new();
+    while let Some(delivery) = sub.poll(Duration::from_millis(200)).await.unwrap() {
+        let n: i64 = String::from_utf8(delivery.payload.clone())
+            .unwrap()
+            .parse()
+            .unwrap();
+        got.push((delivery.offset, n));
+    }
+    let expected: Vec<(i64, i64)> = (0..8).map(|i| (i, i)).collect();
+    assert_eq!(got, expected);
+}
+
 async fn store_and_bus(db: &Db) -> (Arc<SqliteEventStore>, Arc<InProcessBus>) {
     (
         Arc::new(SqliteEventStore::new(db.pool.clone()).await.unwrap()),
@@ -202,6 +235,69 @@ async fn the_relay_publishes_committed_events_in_order_once_per_checkpoint() {
         .await
         .unwrap();
     assert_eq!(restarted.run_once().await.unwrap(), 1);
+}
+
+/// A running relay publishes every event appended one at a time, in
+/// order; while they trickle in, it gathers them into fewer batches (each
+/// a transaction, and a wake-up of every consumer) than appends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_relay_gathers_a_trickle_of_appends_into_fewer_batches() {
+    let db = db().await;
+    let store = Arc::new(SqliteEventStore::new(db.pool.clone()).await.unwrap());
+    let bus = Arc::new(InProcessBus::keeping_relay_checkpoints(db.pool.clone(), 1));
+    sqlx::query("CREATE TABLE moves (position INTEGER NOT NULL)")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    for when in ["INSERT", "UPDATE"] {
+        sqlx::query(&format!(
+            "CREATE TRIGGER count_{when} AFTER {when} ON relay_checkpoints \
+             BEGIN INSERT INTO moves VALUES (NEW.position); END"
+        ))
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    }
+    let relay = Arc::new(Relay::new(
+        store.clone(),
+        bus.clone(),
+        Arc::new(SqliteCheckpointStore::new(db.pool.clone())),
+    ));
+    let running = tokio::spawn({
+        let relay = relay.clone();
+        async move { relay.run().await }
+    });
+    let (t, s) = (tenant("t1"), subject("s1"));
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        let e = event("MessageReceived", Some(&s), "a");
+        ids.push(e.event_id);
+        store
+            .append(&t, "st", ExpectedVersion::Any, vec![e])
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let mut messages = bus.subscribe("g1", &[topics::MESSAGES]).await.unwrap();
+    let mut got = Vec::new();
+    while got.len() < ids.len() {
+        let d = messages
+            .poll(Duration::from_secs(10))
+            .await
+            .unwrap()
+            .expect("every appended event is published");
+        let envelope: EventEnvelope = serde_json::from_slice(&d.payload).unwrap();
+        got.push(envelope.event_id);
+    }
+    running.abort();
+    assert_eq!(got, ids);
+    let moves: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM moves")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    // One batch per append without the gathering; the appends span about
+    // 40 ms, and a batch gathers for 20.
+    assert!(moves <= 10, "{moves} batches for 20 appends");
 }
 
 /// Where the bus keeps the relay's checkpoint, a batch's records and the

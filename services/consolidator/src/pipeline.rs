@@ -251,6 +251,17 @@ fn batch_key(event_ids: &[EventId]) -> String {
     sorted.into_iter().collect::<Vec<_>>().join(",")
 }
 
+/// The id of a batch's `BatchConsolidated` record, derived from the
+/// batch's key: the same batch always has the same record.
+fn record_id(conversation: &Conversation, key: &str) -> EventId {
+    EventId::derived(&[
+        "batch",
+        conversation.tenant.as_str(),
+        conversation.subject.as_str(),
+        key,
+    ])
+}
+
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -345,12 +356,14 @@ impl Pipeline {
                     continue;
                 }
                 let ids = self.buffer.batch(conversation, limit).await?;
-                for batch in ids.chunks(batch_size) {
-                    if *which == Batches::Whole && batch.len() < batch_size {
-                        break;
-                    }
+                let batches: Vec<&[EventId]> = ids
+                    .chunks(batch_size)
+                    .take_while(|batch| *which == Batches::All || batch.len() == batch_size)
+                    .collect();
+                let recorded = self.recorded_batches(conversation, &batches).await?;
+                for batch in batches {
                     let outcome = self
-                        .consolidate_into(conversation, batch, &mut group)
+                        .consolidate_into(conversation, batch, &mut group, Some(&recorded))
                         .await?;
                     group.ids.extend_from_slice(batch);
                     total.add(outcome);
@@ -368,6 +381,31 @@ impl Pipeline {
             waiting = more;
         }
         Ok(total)
+    }
+
+    /// The records of `batches` (of one conversation) that are in the log
+    /// already, read in one query: a batch whose record is there was
+    /// committed (a redelivery, a replay), and asking batch by batch cost
+    /// a query for each, nearly always for nothing.
+    async fn recorded_batches(
+        &self,
+        conversation: &Conversation,
+        batches: &[&[EventId]],
+    ) -> Result<std::collections::HashSet<EventId>, PipelineError> {
+        if batches.is_empty() {
+            return Ok(Default::default());
+        }
+        let ids: Vec<EventId> = batches
+            .iter()
+            .map(|batch| record_id(conversation, &batch_key(batch)))
+            .collect();
+        let found = self
+            .log
+            .store()
+            .get_events(&conversation.tenant, &ids)
+            .await
+            .map_err(mnemo_event_store::sealed::LogError::from)?;
+        Ok(found.into_iter().map(|event| event.event_id).collect())
     }
 
     /// The event with this id, when it is in the log (what makes replays idempotent).
@@ -551,7 +589,9 @@ impl Pipeline {
         ids: &[EventId],
     ) -> Result<Outcome, PipelineError> {
         let mut group = Group::default();
-        let outcome = self.consolidate_into(conversation, ids, &mut group).await?;
+        let outcome = self
+            .consolidate_into(conversation, ids, &mut group, None)
+            .await?;
         self.commit_group(&conversation.tenant, &mut group).await?;
         Ok(outcome)
     }
@@ -559,20 +599,27 @@ impl Pipeline {
     /// One batch of a group: its events join the group's, to be committed
     /// with them ([`Pipeline::commit_group`]), and the memories it creates
     /// are the group's for the batches after it.
+    /// `recorded`: the records of the group's batches already in the log,
+    /// when the caller read them ([`Pipeline::recorded_batches`]); else
+    /// the batch looks for its own.
     async fn consolidate_into(
         &self,
         conversation: &Conversation,
         ids: &[EventId],
         group: &mut Group,
+        recorded: Option<&std::collections::HashSet<EventId>>,
     ) -> Result<Outcome, PipelineError> {
         let tenant = &conversation.tenant;
-        let subject = &conversation.subject;
         let policy = self.policy(tenant).clone();
         let key = batch_key(ids);
         // The batch's record is its last event: when it is in the log, the
         // batch is complete and a redelivery costs no LLM call.
-        let record_id = EventId::derived(&["batch", tenant.as_str(), subject.as_str(), &key]);
-        if self.recorded(tenant, &record_id).await?.is_some() {
+        let record_id = record_id(conversation, &key);
+        let committed = match recorded {
+            Some(recorded) => recorded.contains(&record_id),
+            None => self.recorded(tenant, &record_id).await?.is_some(),
+        };
+        if committed {
             return Ok(Outcome {
                 already_done: ids.len(),
                 ..Default::default()

@@ -44,6 +44,9 @@ struct FailingRecord {
     commits: AtomicUsize,
     /// Every id asked of `get_events`, in order.
     asked: std::sync::Mutex<Vec<EventId>>,
+    /// Calls of `get_events`, and of `get_event`.
+    reads: AtomicUsize,
+    single_reads: AtomicUsize,
 }
 
 #[async_trait]
@@ -111,6 +114,7 @@ impl EventStore for FailingRecord {
         tenant: &TenantId,
         event_id: &EventId,
     ) -> Result<Option<RecordedEvent>, EventStoreError> {
+        self.single_reads.fetch_add(1, Ordering::SeqCst);
         self.inner.get_event(tenant, event_id).await
     }
     async fn get_events(
@@ -119,6 +123,7 @@ impl EventStore for FailingRecord {
         event_ids: &[EventId],
     ) -> Result<Vec<RecordedEvent>, EventStoreError> {
         self.asked.lock().unwrap().extend_from_slice(event_ids);
+        self.reads.fetch_add(1, Ordering::SeqCst);
         self.inner.get_events(tenant, event_ids).await
     }
     async fn query(
@@ -195,6 +200,8 @@ async fn setup(dir: &std::path::Path, policy: ConsolidationPolicy) -> Setup {
         fail_record: AtomicBool::new(true),
         commits: AtomicUsize::new(0),
         asked: Default::default(),
+        reads: AtomicUsize::new(0),
+        single_reads: AtomicUsize::new(0),
     });
     let cipher = Arc::new(SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new())));
     let log = SealedLog::new(store.clone(), cipher.clone());
@@ -470,6 +477,75 @@ async fn a_subjects_batches_drained_together_commit_once_and_a_later_batch_reinf
 
 /// Hands the subject's conversation stream to the consolidator as its
 /// consumer does (each record, then the run's flush); returns their ids.
+/// A crash between a group's commit and the removal of its buffer rows
+/// leaves committed batches waiting: the next drain finds each of them
+/// done with one read of the log for all their records (not one a batch,
+/// which nearly always found nothing), and appends nothing.
+#[tokio::test]
+async fn a_drain_finds_the_batches_a_crash_left_buffered_done_in_one_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let Setup {
+        store,
+        log,
+        buffer,
+        pipeline,
+    } = setup(
+        dir.path(),
+        ConsolidationPolicy {
+            batch_size: 2,
+            ..ConsolidationPolicy::default()
+        },
+    )
+    .await;
+    store.fail_record.store(false, Ordering::SeqCst);
+    let tenant = TenantId::parse("acme").unwrap();
+    let subject = SubjectId::parse("bob").unwrap();
+    let ids = post(
+        &log,
+        &buffer,
+        &tenant,
+        &subject,
+        "session-a",
+        &[
+            "I live in Lyon.",
+            "I love jazz.",
+            "I work at the harbour office.",
+            "I play the cello.",
+            "My sister is called Ana.",
+            "I drink green tea.",
+        ],
+    )
+    .await;
+    let conversation = Conversation {
+        tenant: tenant.clone(),
+        subject: subject.clone(),
+        session: "session-a".to_owned(),
+    };
+    // Each batch committed, its buffer rows not yet removed.
+    for batch in ids.chunks(2) {
+        let outcome = pipeline.consolidate(&conversation, batch).await.unwrap();
+        assert!(outcome.created > 0, "{outcome:?}");
+    }
+    assert_eq!(buffer.batch(&conversation, 10).await.unwrap(), ids);
+    let head = store.head_position().await.unwrap();
+    let (reads, single_reads) = (
+        store.reads.load(Ordering::SeqCst),
+        store.single_reads.load(Ordering::SeqCst),
+    );
+
+    let outcome = pipeline.drain(&conversation).await.unwrap();
+    assert_eq!(outcome.already_done, ids.len(), "{outcome:?}");
+    assert_eq!(outcome.created, 0, "{outcome:?}");
+    assert_eq!(
+        store.head_position().await.unwrap(),
+        head,
+        "nothing appended"
+    );
+    assert!(buffer.batch(&conversation, 10).await.unwrap().is_empty());
+    assert_eq!(store.single_reads.load(Ordering::SeqCst), single_reads);
+    assert_eq!(store.reads.load(Ordering::SeqCst), reads + 1);
+}
+
 async fn hand_over(
     store: &FailingRecord,
     consolidator: &mnemo_consolidator::Consolidator,
