@@ -262,6 +262,30 @@ fn record_id(conversation: &Conversation, key: &str) -> EventId {
     ])
 }
 
+/// The event id of a batch's kept candidate `index`, whatever it becomes:
+/// a replay of the batch derives the same one.
+fn candidate_id(conversation: &Conversation, key: &str, index: usize) -> EventId {
+    EventId::derived(&[
+        "consolidation",
+        conversation.tenant.as_str(),
+        conversation.subject.as_str(),
+        key,
+        &index.to_string(),
+    ])
+}
+
+/// What [`Pipeline::committed`] found of a group's batches in the log.
+struct Committed {
+    /// The type of each event asked for that is in the log.
+    found: std::collections::HashMap<EventId, EventType>,
+    /// How many candidates of each batch were asked for: a batch with
+    /// more asks for its own.
+    candidates: usize,
+}
+
+/// Candidates of a batch [`Pipeline::committed`] asks for at most.
+const MAX_CANDIDATES_ASKED: usize = 64;
+
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
@@ -360,10 +384,10 @@ impl Pipeline {
                     .chunks(batch_size)
                     .take_while(|batch| *which == Batches::All || batch.len() == batch_size)
                     .collect();
-                let recorded = self.recorded_batches(conversation, &batches).await?;
+                let committed = self.committed(conversation, &batches, batch_size).await?;
                 for batch in batches {
                     let outcome = self
-                        .consolidate_into(conversation, batch, &mut group, Some(&recorded))
+                        .consolidate_into(conversation, batch, &mut group, Some(&committed))
                         .await?;
                     group.ids.extend_from_slice(batch);
                     total.add(outcome);
@@ -383,29 +407,41 @@ impl Pipeline {
         Ok(total)
     }
 
-    /// The records of `batches` (of one conversation) that are in the log
-    /// already, read in one query: a batch whose record is there was
-    /// committed (a redelivery, a replay), and asking batch by batch cost
-    /// a query for each, nearly always for nothing.
-    async fn recorded_batches(
+    /// What of `batches` (of one conversation) is in the log already, read
+    /// in one query: each batch's record (a batch whose record is there was
+    /// committed: a redelivery, a replay) and the events of its first
+    /// candidates (those of a batch committed in part: see
+    /// [`Pipeline::already_appended`]). Asked batch by batch, these were
+    /// two queries a batch, nearly always for nothing.
+    async fn committed(
         &self,
         conversation: &Conversation,
         batches: &[&[EventId]],
-    ) -> Result<std::collections::HashSet<EventId>, PipelineError> {
-        if batches.is_empty() {
-            return Ok(Default::default());
+        batch_size: usize,
+    ) -> Result<Committed, PipelineError> {
+        let candidates = (2 * batch_size).min(MAX_CANDIDATES_ASKED);
+        let mut ids = Vec::with_capacity(batches.len() * (candidates + 1));
+        for batch in batches {
+            let key = batch_key(batch);
+            ids.push(record_id(conversation, &key));
+            ids.extend((0..candidates).map(|index| candidate_id(conversation, &key, index)));
         }
-        let ids: Vec<EventId> = batches
-            .iter()
-            .map(|batch| record_id(conversation, &batch_key(batch)))
-            .collect();
-        let found = self
-            .log
-            .store()
-            .get_events(&conversation.tenant, &ids)
-            .await
-            .map_err(mnemo_event_store::sealed::LogError::from)?;
-        Ok(found.into_iter().map(|event| event.event_id).collect())
+        let found = if ids.is_empty() {
+            Vec::new()
+        } else {
+            self.log
+                .store()
+                .get_events(&conversation.tenant, &ids)
+                .await
+                .map_err(mnemo_event_store::sealed::LogError::from)?
+        };
+        Ok(Committed {
+            found: found
+                .into_iter()
+                .filter_map(|event| Some((event.event_id, EventType::parse(&event.event_type)?)))
+                .collect(),
+            candidates,
+        })
     }
 
     /// The event with this id, when it is in the log (what makes replays idempotent).
@@ -599,15 +635,15 @@ impl Pipeline {
     /// One batch of a group: its events join the group's, to be committed
     /// with them ([`Pipeline::commit_group`]), and the memories it creates
     /// are the group's for the batches after it.
-    /// `recorded`: the records of the group's batches already in the log,
-    /// when the caller read them ([`Pipeline::recorded_batches`]); else
-    /// the batch looks for its own.
+    /// `committed`: what of the group's batches is in the log already,
+    /// when the caller read it ([`Pipeline::committed`]); else the batch
+    /// looks for itself.
     async fn consolidate_into(
         &self,
         conversation: &Conversation,
         ids: &[EventId],
         group: &mut Group,
-        recorded: Option<&std::collections::HashSet<EventId>>,
+        committed: Option<&Committed>,
     ) -> Result<Outcome, PipelineError> {
         let tenant = &conversation.tenant;
         let policy = self.policy(tenant).clone();
@@ -615,11 +651,11 @@ impl Pipeline {
         // The batch's record is its last event: when it is in the log, the
         // batch is complete and a redelivery costs no LLM call.
         let record_id = record_id(conversation, &key);
-        let committed = match recorded {
-            Some(recorded) => recorded.contains(&record_id),
+        let recorded = match committed {
+            Some(committed) => committed.found.contains_key(&record_id),
             None => self.recorded(tenant, &record_id).await?.is_some(),
         };
-        if committed {
+        if recorded {
             return Ok(Outcome {
                 already_done: ids.len(),
                 ..Default::default()
@@ -664,7 +700,14 @@ impl Pipeline {
         self.compare(&mut batch).await?;
         self.merge(&mut batch).await?;
         let stamp = batch.stamp();
-        let done = self.already_appended(&batch).await?;
+        let done = match committed {
+            Some(committed) if batch.event_ids.len() <= committed.candidates => batch
+                .event_ids
+                .iter()
+                .filter_map(|id| Some((*id, *committed.found.get(id)?)))
+                .collect(),
+            _ => self.already_appended(&batch).await?,
+        };
         for index in 0..batch.candidates.len() {
             if batch.replayed(index, &done) {
                 continue;
@@ -1148,17 +1191,8 @@ impl<'a> Batch<'a> {
             }
         }
         self.outcome.below_threshold = self.outcome.candidates - self.candidates.len();
-        let (tenant, subject) = (&self.conversation.tenant, &self.conversation.subject);
         self.event_ids = (0..self.candidates.len())
-            .map(|i| {
-                EventId::derived(&[
-                    "consolidation",
-                    tenant.as_str(),
-                    subject.as_str(),
-                    &self.key,
-                    &i.to_string(),
-                ])
-            })
+            .map(|i| candidate_id(self.conversation, &self.key, i))
             .collect();
     }
 

@@ -47,6 +47,10 @@ struct FailingRecord {
     /// Calls of `get_events`, and of `get_event`.
     reads: AtomicUsize,
     single_reads: AtomicUsize,
+    /// When set, the next append carrying a batch's record commits all
+    /// but the record, then fails (a crash between the memories' commit
+    /// and the record's, as with an LLM that rewrites the profile).
+    drop_record: AtomicBool,
 }
 
 #[async_trait]
@@ -72,6 +76,22 @@ impl EventStore for FailingRecord {
         if has_record && self.fail_record.swap(false, Ordering::SeqCst) {
             return Err(EventStoreError::Backend(
                 "injected: the disk is full".into(),
+            ));
+        }
+        if has_record && self.drop_record.swap(false, Ordering::SeqCst) {
+            let without: Vec<StreamAppend> = appends
+                .into_iter()
+                .map(|mut append| {
+                    append
+                        .events
+                        .retain(|e| e.event_type != EventType::BatchConsolidated.as_str());
+                    append
+                })
+                .filter(|append| !append.events.is_empty())
+                .collect();
+            self.inner.append_streams(tenant, without).await?;
+            return Err(EventStoreError::Backend(
+                "injected: a crash before the record".into(),
             ));
         }
         self.commits.fetch_add(1, Ordering::SeqCst);
@@ -202,6 +222,7 @@ async fn setup(dir: &std::path::Path, policy: ConsolidationPolicy) -> Setup {
         asked: Default::default(),
         reads: AtomicUsize::new(0),
         single_reads: AtomicUsize::new(0),
+        drop_record: AtomicBool::new(false),
     });
     let cipher = Arc::new(SubjectCipher::new(Arc::new(MemorySubjectKeyStore::new())));
     let log = SealedLog::new(store.clone(), cipher.clone());
@@ -436,8 +457,17 @@ async fn a_subjects_batches_drained_together_commit_once_and_a_later_batch_reinf
     // Drained again: one commit for the three batches, each memory created
     // once (the repeats, not yet in the index, reinforce the memory an
     // earlier batch of the group created), a record per batch after them.
+    let (reads, single_reads) = (
+        store.reads.load(Ordering::SeqCst),
+        store.single_reads.load(Ordering::SeqCst),
+    );
     let outcome = pipeline.drain_subject(&both).await.unwrap();
     assert_eq!(store.commits.load(Ordering::SeqCst), 1);
+    // The log is read once a conversation for what of its batches it
+    // holds (their records, their candidates' events: nothing here), and
+    // once a batch for its messages, which no consumer delivered here.
+    assert_eq!(store.reads.load(Ordering::SeqCst), reads + 2 + 3);
+    assert_eq!(store.single_reads.load(Ordering::SeqCst), single_reads);
     assert_eq!(outcome.messages, 6, "{outcome:?}");
     assert_eq!(outcome.created, 3, "{outcome:?}");
     assert_eq!(outcome.reinforced, 3, "{outcome:?}");
@@ -544,6 +574,77 @@ async fn a_drain_finds_the_batches_a_crash_left_buffered_done_in_one_read() {
     assert!(buffer.batch(&conversation, 10).await.unwrap().is_empty());
     assert_eq!(store.single_reads.load(Ordering::SeqCst), single_reads);
     assert_eq!(store.reads.load(Ordering::SeqCst), reads + 1);
+}
+
+/// A group whose memories were committed without their batches' records
+/// (a crash between the two commits) is drained again: each batch finds
+/// its candidates' events in the log, among what the drain read of the
+/// group in one query, and settles nothing twice; the records follow.
+#[tokio::test]
+async fn a_drain_after_a_commit_without_records_settles_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let Setup {
+        store,
+        log,
+        buffer,
+        pipeline,
+    } = setup(
+        dir.path(),
+        ConsolidationPolicy {
+            batch_size: 2,
+            ..ConsolidationPolicy::default()
+        },
+    )
+    .await;
+    store.fail_record.store(false, Ordering::SeqCst);
+    store.drop_record.store(true, Ordering::SeqCst);
+    let tenant = TenantId::parse("acme").unwrap();
+    let subject = SubjectId::parse("bob").unwrap();
+    let ids = post(
+        &log,
+        &buffer,
+        &tenant,
+        &subject,
+        "session-a",
+        &[
+            "I live in Lyon.",
+            "I love jazz.",
+            "I work at the harbour office.",
+            "I play the cello.",
+        ],
+    )
+    .await;
+    let conversation = Conversation {
+        tenant: tenant.clone(),
+        subject: subject.clone(),
+        session: "session-a".to_owned(),
+    };
+    assert!(pipeline.drain(&conversation).await.is_err());
+    let created = events_of(store.as_ref(), &tenant, EventType::MemoryCreated).await;
+    assert!(!created.is_empty());
+    assert!(
+        events_of(store.as_ref(), &tenant, EventType::BatchConsolidated)
+            .await
+            .is_empty()
+    );
+    assert_eq!(buffer.batch(&conversation, 10).await.unwrap(), ids);
+
+    let outcome = pipeline.drain(&conversation).await.unwrap();
+    assert_eq!(outcome.created, 0, "{outcome:?}");
+    assert_eq!(outcome.already_done, created.len(), "{outcome:?}");
+    assert_eq!(
+        events_of(store.as_ref(), &tenant, EventType::MemoryCreated)
+            .await
+            .len(),
+        created.len()
+    );
+    assert_eq!(
+        events_of(store.as_ref(), &tenant, EventType::BatchConsolidated)
+            .await
+            .len(),
+        2
+    );
+    assert!(buffer.batch(&conversation, 10).await.unwrap().is_empty());
 }
 
 async fn hand_over(
