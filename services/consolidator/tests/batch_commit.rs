@@ -505,8 +505,39 @@ async fn a_subjects_batches_drained_together_commit_once_and_a_later_batch_reinf
     );
 }
 
-/// Hands the subject's conversation stream to the consolidator as its
-/// consumer does (each record, then the run's flush); returns their ids.
+/// A pipeline over [`setup`] with batches of two and no failure injected,
+/// `lines` posted to a conversation of bob's and buffered: the
+/// conversation and the messages' ids.
+async fn posted_in_pairs(
+    dir: &std::path::Path,
+    lines: &[&str],
+) -> (Setup, Conversation, Vec<EventId>) {
+    let setup = setup(
+        dir,
+        ConsolidationPolicy {
+            batch_size: 2,
+            ..ConsolidationPolicy::default()
+        },
+    )
+    .await;
+    setup.store.fail_record.store(false, Ordering::SeqCst);
+    let conversation = Conversation {
+        tenant: TenantId::parse("acme").unwrap(),
+        subject: SubjectId::parse("bob").unwrap(),
+        session: "session-a".to_owned(),
+    };
+    let ids = post(
+        &setup.log,
+        &setup.buffer,
+        &conversation.tenant,
+        &conversation.subject,
+        &conversation.session,
+        lines,
+    )
+    .await;
+    (setup, conversation, ids)
+}
+
 /// A crash between a group's commit and the removal of its buffer rows
 /// leaves committed batches waiting: the next drain finds each of them
 /// done with one read of the log for all their records (not one a batch,
@@ -514,28 +545,17 @@ async fn a_subjects_batches_drained_together_commit_once_and_a_later_batch_reinf
 #[tokio::test]
 async fn a_drain_finds_the_batches_a_crash_left_buffered_done_in_one_read() {
     let dir = tempfile::tempdir().unwrap();
-    let Setup {
-        store,
-        log,
-        buffer,
-        pipeline,
-    } = setup(
-        dir.path(),
-        ConsolidationPolicy {
-            batch_size: 2,
-            ..ConsolidationPolicy::default()
+    let (
+        Setup {
+            store,
+            buffer,
+            pipeline,
+            ..
         },
-    )
-    .await;
-    store.fail_record.store(false, Ordering::SeqCst);
-    let tenant = TenantId::parse("acme").unwrap();
-    let subject = SubjectId::parse("bob").unwrap();
-    let ids = post(
-        &log,
-        &buffer,
-        &tenant,
-        &subject,
-        "session-a",
+        conversation,
+        ids,
+    ) = posted_in_pairs(
+        dir.path(),
         &[
             "I live in Lyon.",
             "I love jazz.",
@@ -546,11 +566,6 @@ async fn a_drain_finds_the_batches_a_crash_left_buffered_done_in_one_read() {
         ],
     )
     .await;
-    let conversation = Conversation {
-        tenant: tenant.clone(),
-        subject: subject.clone(),
-        session: "session-a".to_owned(),
-    };
     // Each batch committed, its buffer rows not yet removed.
     for batch in ids.chunks(2) {
         let outcome = pipeline.consolidate(&conversation, batch).await.unwrap();
@@ -583,29 +598,17 @@ async fn a_drain_finds_the_batches_a_crash_left_buffered_done_in_one_read() {
 #[tokio::test]
 async fn a_drain_after_a_commit_without_records_settles_nothing_twice() {
     let dir = tempfile::tempdir().unwrap();
-    let Setup {
-        store,
-        log,
-        buffer,
-        pipeline,
-    } = setup(
-        dir.path(),
-        ConsolidationPolicy {
-            batch_size: 2,
-            ..ConsolidationPolicy::default()
+    let (
+        Setup {
+            store,
+            buffer,
+            pipeline,
+            ..
         },
-    )
-    .await;
-    store.fail_record.store(false, Ordering::SeqCst);
-    store.drop_record.store(true, Ordering::SeqCst);
-    let tenant = TenantId::parse("acme").unwrap();
-    let subject = SubjectId::parse("bob").unwrap();
-    let ids = post(
-        &log,
-        &buffer,
-        &tenant,
-        &subject,
-        "session-a",
+        conversation,
+        ids,
+    ) = posted_in_pairs(
+        dir.path(),
         &[
             "I live in Lyon.",
             "I love jazz.",
@@ -614,11 +617,8 @@ async fn a_drain_after_a_commit_without_records_settles_nothing_twice() {
         ],
     )
     .await;
-    let conversation = Conversation {
-        tenant: tenant.clone(),
-        subject: subject.clone(),
-        session: "session-a".to_owned(),
-    };
+    let tenant = conversation.tenant.clone();
+    store.drop_record.store(true, Ordering::SeqCst);
     assert!(pipeline.drain(&conversation).await.is_err());
     let created = events_of(store.as_ref(), &tenant, EventType::MemoryCreated).await;
     assert!(!created.is_empty());
@@ -647,6 +647,8 @@ async fn a_drain_after_a_commit_without_records_settles_nothing_twice() {
     assert!(buffer.batch(&conversation, 10).await.unwrap().is_empty());
 }
 
+/// Hands the subject's conversation stream to the consolidator as its
+/// consumer does (each record, then the run's flush); returns their ids.
 async fn hand_over(
     store: &FailingRecord,
     consolidator: &mnemo_consolidator::Consolidator,
