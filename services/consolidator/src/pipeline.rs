@@ -426,20 +426,8 @@ impl Pipeline {
             ids.push(record_id(conversation, &key));
             ids.extend((0..candidates).map(|index| candidate_id(conversation, &key, index)));
         }
-        let found = if ids.is_empty() {
-            Vec::new()
-        } else {
-            self.log
-                .store()
-                .get_events(&conversation.tenant, &ids)
-                .await
-                .map_err(mnemo_event_store::sealed::LogError::from)?
-        };
         Ok(Committed {
-            found: found
-                .into_iter()
-                .filter_map(|event| Some((event.event_id, EventType::parse(&event.event_type)?)))
-                .collect(),
+            found: self.in_log(&conversation.tenant, &ids).await?,
             candidates,
         })
     }
@@ -635,6 +623,7 @@ impl Pipeline {
     /// One batch of a group: its events join the group's, to be committed
     /// with them ([`Pipeline::commit_group`]), and the memories it creates
     /// are the group's for the batches after it.
+    ///
     /// `committed`: what of the group's batches is in the log already,
     /// when the caller read it ([`Pipeline::committed`]); else the batch
     /// looks for itself.
@@ -794,21 +783,29 @@ impl Pipeline {
         &self,
         batch: &Batch<'_>,
     ) -> Result<std::collections::HashMap<EventId, EventType>, PipelineError> {
-        if batch.event_ids.is_empty() {
+        self.in_log(&batch.conversation.tenant, &batch.event_ids)
+            .await
+    }
+
+    /// The type of each of these events that is in the log, read in one
+    /// query (none for no ids).
+    async fn in_log(
+        &self,
+        tenant: &TenantId,
+        ids: &[EventId],
+    ) -> Result<std::collections::HashMap<EventId, EventType>, PipelineError> {
+        if ids.is_empty() {
             return Ok(Default::default());
         }
         let found = self
             .log
             .store()
-            .get_events(&batch.conversation.tenant, &batch.event_ids)
+            .get_events(tenant, ids)
             .await
             .map_err(mnemo_event_store::sealed::LogError::from)?;
         Ok(found
             .into_iter()
-            .filter_map(|event| {
-                let kind = EventType::parse(&event.event_type)?;
-                Some((event.event_id, kind))
-            })
+            .filter_map(|event| Some((event.event_id, EventType::parse(&event.event_type)?)))
             .collect())
     }
 
