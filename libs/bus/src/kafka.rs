@@ -576,19 +576,14 @@ pub async fn create_topics(
     // that already has every topic (or a broker without the CreateTopics
     // API, like the development host) then needs no admin request at all.
     let timeout = config.delivery_timeout;
-    let (admin, metadata) = tokio::task::spawn_blocking(move || {
-        let metadata = admin.inner().fetch_metadata(None, timeout);
-        (admin, metadata)
-    })
-    .await
-    .map_err(|error| BusError::Backend(format!("metadata task failed: {error}")))?;
-    let existing: Vec<String> = metadata
-        .map_err(backend)?
-        .topics()
-        .iter()
-        .filter(|topic| topic.error().is_none())
-        .map(|topic| topic.name().to_owned())
-        .collect();
+    let (admin, existing) = existing_topics(admin, timeout).await;
+    let existing = match existing {
+        Ok(existing) => existing,
+        Err(error) => {
+            drop_off_runtime(admin);
+            return Err(error);
+        }
+    };
     let missing: Vec<String> = names
         .iter()
         .map(|name| config.qualified(name))
@@ -609,9 +604,23 @@ pub async fn create_topics(
         })
         .collect();
     let options = AdminOptions::new().request_timeout(Some(timeout));
-    let results = admin.create_topics(&new_topics, &options).await;
+    let results = match admin.create_topics(&new_topics, &options).await {
+        Ok(results) => results,
+        Err(error) => {
+            // The request itself failed (timed out, or the broker has no
+            // CreateTopics API). What it was for may have happened anyway:
+            // another instance, or a development host still starting,
+            // created the topics meanwhile. Then there is nothing to fail.
+            let (admin, existing) = existing_topics(admin, timeout).await;
+            drop_off_runtime(admin);
+            return match existing {
+                Ok(existing) if missing.iter().all(|name| existing.contains(name)) => Ok(()),
+                _ => Err(backend(error)),
+            };
+        }
+    };
     drop_off_runtime(admin);
-    for result in results.map_err(backend)? {
+    for result in results {
         match result {
             // Another instance created it meanwhile.
             Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
@@ -621,6 +630,41 @@ pub async fn create_topics(
         }
     }
     Ok(())
+}
+
+/// The names of the topics the cluster has. A topic listed with an error
+/// other than "unknown" exists (a leader election, say, is under way), so
+/// creating it would only fail. The client comes back for further use.
+async fn existing_topics(
+    admin: AdminClient<DefaultClientContext>,
+    timeout: Duration,
+) -> (
+    AdminClient<DefaultClientContext>,
+    Result<Vec<String>, BusError>,
+) {
+    // A blocking librdkafka call: off the runtime's workers.
+    let task = tokio::task::spawn_blocking(move || {
+        let metadata = admin.inner().fetch_metadata(None, timeout);
+        let existing = metadata.map_err(backend).map(|metadata| {
+            metadata
+                .topics()
+                .iter()
+                .filter(|topic| {
+                    !matches!(
+                        topic.error().map(RDKafkaErrorCode::from),
+                        Some(RDKafkaErrorCode::UnknownTopicOrPartition)
+                    )
+                })
+                .map(|topic| topic.name().to_owned())
+                .collect()
+        });
+        (admin, existing)
+    });
+    match task.await {
+        Ok(answer) => answer,
+        // The task only panics if librdkafka does, and then the client is gone.
+        Err(error) => std::panic::resume_unwind(error.into_panic()),
+    }
 }
 
 /// Creates every mnemo topic ([`topics::ALL`]); see [`create_topics`].

@@ -438,6 +438,31 @@ async fn relay_to_consumer_keeps_the_trace_and_dead_letters_a_failing_record(clu
     assert_eq!(text(&next(restarted.as_mut()).await), "marker");
 }
 
+/// A service started alongside a broker that is still creating its topics
+/// (`mnemo dev kafka &` and the services at once): its request to create the
+/// missing ones fails (the development host has no CreateTopics API), but
+/// the topics exist by then, so the start goes on instead of failing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_created_while_the_create_request_waits_count_as_created() {
+    let mock = MockKafka::new().unwrap();
+    let mut config = KafkaConfig::new(mock.bootstrap_servers());
+    // The bound on the create request; the topic appears well before it.
+    config.delivery_timeout = Duration::from_secs(3);
+    let starting = tokio::spawn({
+        let config = config.clone();
+        async move { create_topics(&config, &[topics::MESSAGES], PARTITIONS, 1).await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    mock.create_topic(topics::MESSAGES, PARTITIONS).unwrap();
+    starting.await.unwrap().unwrap();
+
+    // A topic nobody creates still fails the start, naming the cause.
+    let error = create_topics(&config, &[topics::DEAD_LETTERS], PARTITIONS, 1)
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("Timed out"), "{error}");
+}
+
 /// Set in the child process that `dev_host_serves_other_processes` starts.
 const CHILD_BOOTSTRAP: &str = "MNEMO_TEST_DEV_KAFKA_BOOTSTRAP";
 

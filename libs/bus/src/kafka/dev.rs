@@ -178,10 +178,16 @@ impl DevKafka {
                 ))
             })?;
         mock.advertise("127.0.0.1", public.port())?;
-        let forwarder = Forwarder::start(listener, broker).map_err(backend)?;
+        // Topics before the first accept: a service started alongside (as
+        // the scale-out recipe does, `mnemo dev kafka &` then the services)
+        // may connect at once. Its connection waits in the listener's backlog
+        // until every topic exists; accepted earlier, it would find some
+        // missing and ask this broker, which has no CreateTopics API, to
+        // create them.
         for topic in topics::ALL {
             mock.create_topic(topic, partitions)?;
         }
+        let forwarder = Forwarder::start(listener, broker).map_err(backend)?;
         tracing::info!(bootstrap = %public, broker = %broker, partitions, "development kafka is up");
         Ok(DevKafka { forwarder, mock })
     }
