@@ -311,6 +311,22 @@ async fn the_background_work_runs_below_the_request_threads() {
         background.iter().all(|nice| *nice == (base + 6).min(19)),
         "background threads must run 6 lower than {base}: {threads:?}"
     );
+    // The database's connection threads: the ones kept for the requests
+    // (a search's statements, a post's) at the request threads' priority,
+    // the pipeline's at the background's; all opened at the start, so
+    // none took its priority from whichever task happened to open it.
+    let database = of("sqlx-sqlite-wor");
+    let at = |nice: i32| database.iter().filter(|n| **n == nice).count();
+    assert_eq!(
+        (at(base), at((base + 6).min(19)), database.len()),
+        (
+            mnemo_app::stores::REQUEST_CONNECTIONS as usize,
+            mnemo_event_store::sqlite::POOL_SIZE as usize,
+            (mnemo_app::stores::REQUEST_CONNECTIONS + mnemo_event_store::sqlite::POOL_SIZE)
+                as usize
+        ),
+        "the database's threads (at {base}, 6 lower, all): {threads:?}"
+    );
     server.child.kill().unwrap();
     server.child.wait().unwrap();
 }

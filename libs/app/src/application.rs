@@ -147,21 +147,29 @@ impl Application {
             })
         });
         let backlog = Arc::new(backlog(&settings, &roles, &bus, &relay, &stores));
+        // The handlers' statements go to the connections kept for them
+        // (`Stores::requests`), not to the pipeline's.
+        let request_log = SealedLog::new(stores.requests.store.clone(), stores.cipher.clone());
         let api = Api {
             ingest: roles.ingest.then(|| {
                 Arc::new(IngestState {
-                    log: log.clone(),
+                    log: request_log.clone(),
                     scrubbers: Scrubbers::new(settings.pii.clone(), master.clone()),
                     limits: settings.limits,
                     metrics: metrics.clone(),
                     backlog: backlog.clone(),
                     quotas: mnemo_ingest::quota::Quotas::new(settings.quotas.clone()),
-                    read_model: stores.read_model.clone(),
+                    read_model: stores.requests.read_model.clone(),
                 })
             }),
             retriever: match (&vectors, roles.retriever) {
                 (Some(vectors), true) => Some(Arc::new(retriever_state(
-                    &settings, &log, &stores, vectors, &bus, &metrics,
+                    &settings,
+                    &request_log,
+                    &stores,
+                    vectors,
+                    &bus,
+                    &metrics,
                 ))),
                 _ => None,
             },
@@ -566,7 +574,7 @@ fn retriever_state(
 ) -> RetrieverState {
     RetrieverState {
         log: log.clone(),
-        read_model: stores.read_model.clone(),
+        read_model: stores.requests.read_model.clone(),
         metrics: metrics.clone(),
         embedder: vectors.embedder.clone(),
         index: vectors.index.clone(),

@@ -24,7 +24,10 @@
 //! would run at the background's priority too. (`tests/restart.rs` reads
 //! the priorities of a running `mnemo serve`'s threads.) Other threads
 //! inherit as well: an SQLite connection's thread has the priority of the
-//! thread that opened it.
+//! thread that opened it. So the embedded database has two pools
+//! (`crate::stores`): the pipeline's, opened by a task of this runtime,
+//! and the one kept for the HTTP handlers, opened by the thread that
+//! builds the server.
 
 use tokio::runtime::{Builder, Runtime};
 

@@ -34,11 +34,34 @@ pub struct Stores {
     pub read_model: Arc<dyn MemoryReadModel>,
     pub buffer: Arc<dyn MessageBuffer>,
     pub usage: Arc<dyn UsageStore>,
+    /// The log and the read model for the HTTP API's handlers (ingest,
+    /// search, reads): in the embedded mode on connections of their own,
+    /// whose threads have the request threads' priority, while `store`'s
+    /// and every other store's run at the background runtime's
+    /// (`crate::runtime`); the same stores as above on PostgreSQL, whose
+    /// connections have no threads.
+    pub requests: RequestStores,
     backend: Backend,
 }
 
+/// See [`Stores::requests`].
+pub struct RequestStores {
+    pub store: Arc<dyn EventStore>,
+    pub read_model: Arc<dyn MemoryReadModel>,
+}
+
+/// Connections of the embedded database kept for the HTTP API's handlers:
+/// enough for both of actix-web's worker threads to have statements under
+/// way, and for a search's and a post's at once.
+pub const REQUEST_CONNECTIONS: u32 = 4;
+
 enum Backend {
-    Sqlite(SqlitePool),
+    Sqlite {
+        /// The pipeline's (and the sweeps', the relay's, the bus's).
+        pool: SqlitePool,
+        /// The HTTP API's ([`Stores::requests`]).
+        requests: SqlitePool,
+    },
     Postgres {
         tenant: mnemo_pg::TenantPool,
         system: mnemo_pg::SystemPool,
@@ -49,21 +72,42 @@ impl Stores {
     pub async fn open(settings: &Settings, master: Arc<MasterKey>) -> anyhow::Result<Self> {
         match &settings.database {
             None => {
-                let pool = sqlite::connect(&settings.database_file())
+                let path = settings.database_file();
+                // Opened by a task of the runtime this is called on: in a
+                // server, on one of its lowered background threads, which
+                // the connections' threads take their priority from. What
+                // calls this (on the thread that builds the server) opens
+                // the request connections, at the request threads'.
+                let pool = tokio::spawn({
+                    let path = path.clone();
+                    async move { sqlite::connect(&path).await }
+                })
+                .await
+                .context("the task opening the database failed")?
+                .context("cannot open the database")?;
+                let requests = sqlite::open_pool(&path, REQUEST_CONNECTIONS)
                     .await
-                    .context("cannot open the database")?;
+                    .context("cannot open the database for requests")?;
                 let keys: Arc<dyn SubjectKeyStore> =
                     Arc::new(SqliteSubjectKeyStore::new(pool.clone(), master));
                 let cipher = Arc::new(SubjectCipher::new(keys.clone()));
+                let store = SqliteEventStore::new(pool.clone()).await?;
                 Ok(Stores {
-                    store: Arc::new(SqliteEventStore::new(pool.clone()).await?),
+                    requests: RequestStores {
+                        store: Arc::new(store.on_pool(requests.clone())),
+                        read_model: Arc::new(SqliteMemoryReadModel::new(
+                            requests.clone(),
+                            cipher.clone(),
+                        )),
+                    },
+                    store: Arc::new(store),
                     keys,
                     cipher: cipher.clone(),
                     checkpoints: Arc::new(SqliteCheckpointStore::new(pool.clone())),
                     read_model: Arc::new(SqliteMemoryReadModel::new(pool.clone(), cipher)),
                     buffer: Arc::new(SqliteMessageBuffer::new(pool.clone())),
                     usage: Arc::new(SqliteUsageStore::new(pool.clone())),
-                    backend: Backend::Sqlite(pool),
+                    backend: Backend::Sqlite { pool, requests },
                 })
             }
             Some(database) => {
@@ -83,21 +127,29 @@ impl Stores {
                     mnemo_crypto::PostgresSubjectKeyStore::new(tenant.clone(), master),
                 );
                 let cipher = Arc::new(SubjectCipher::new(keys.clone()));
-                Ok(Stores {
-                    store: Arc::new(mnemo_event_store::postgres::PostgresEventStore::new(
+                let store: Arc<dyn EventStore> =
+                    Arc::new(mnemo_event_store::postgres::PostgresEventStore::new(
                         tenant.clone(),
                         system.clone(),
-                    )),
+                    ));
+                let read_model: Arc<dyn MemoryReadModel> =
+                    Arc::new(mnemo_read_model::postgres::PostgresMemoryReadModel::new(
+                        tenant.clone(),
+                        system.clone(),
+                        cipher.clone(),
+                    ));
+                Ok(Stores {
+                    requests: RequestStores {
+                        store: store.clone(),
+                        read_model: read_model.clone(),
+                    },
+                    store,
                     keys,
-                    cipher: cipher.clone(),
+                    cipher,
                     checkpoints: Arc::new(mnemo_bus::postgres::PostgresCheckpointStore::new(
                         system.clone(),
                     )),
-                    read_model: Arc::new(mnemo_read_model::postgres::PostgresMemoryReadModel::new(
-                        tenant.clone(),
-                        system.clone(),
-                        cipher,
-                    )),
+                    read_model,
                     buffer: Arc::new(mnemo_consolidator::buffer::PostgresMessageBuffer::new(
                         tenant.clone(),
                         system.clone(),
@@ -115,7 +167,7 @@ impl Stores {
     /// erasure step that truncates its write-ahead log.
     pub fn sqlite_pool(&self) -> Option<SqlitePool> {
         match &self.backend {
-            Backend::Sqlite(pool) => Some(pool.clone()),
+            Backend::Sqlite { pool, .. } => Some(pool.clone()),
             Backend::Postgres { .. } => None,
         }
     }
@@ -124,7 +176,7 @@ impl Stores {
     /// query the tables themselves (`mnemo verify-erasure`).
     pub fn postgres_pools(&self) -> Option<(&mnemo_pg::TenantPool, &mnemo_pg::SystemPool)> {
         match &self.backend {
-            Backend::Sqlite(_) => None,
+            Backend::Sqlite { .. } => None,
             Backend::Postgres { tenant, system } => Some((tenant, system)),
         }
     }
@@ -135,7 +187,7 @@ impl Stores {
     /// (`checkpoints`), and the bus moves it with each batch it publishes.
     pub async fn in_process_bus(&self, settings: &Settings) -> anyhow::Result<InProcessBus> {
         Ok(match &self.backend {
-            Backend::Sqlite(pool) => {
+            Backend::Sqlite { pool, .. } => {
                 InProcessBus::keeping_relay_checkpoints(pool.clone(), settings.bus_partitions)
             }
             Backend::Postgres { .. } => {
@@ -148,7 +200,10 @@ impl Stores {
 
     pub async fn close(&self) {
         match &self.backend {
-            Backend::Sqlite(pool) => pool.close().await,
+            Backend::Sqlite { pool, requests } => {
+                requests.close().await;
+                pool.close().await;
+            }
             Backend::Postgres { tenant, system } => {
                 tenant.close().await;
                 system.close().await;
@@ -161,8 +216,9 @@ impl Stores {
 impl Readiness for Stores {
     async fn check(&self) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         match &self.backend {
-            Backend::Sqlite(pool) => {
+            Backend::Sqlite { pool, requests } => {
                 sqlx::query("SELECT 1").execute(pool).await?;
+                sqlx::query("SELECT 1").execute(requests).await?;
             }
             Backend::Postgres { system, .. } => {
                 sqlx::query("SELECT 1").execute(system.pool()).await?;

@@ -59,7 +59,31 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// and it cost every statement run on the pool a round trip to the
 /// connection's thread and back (1.8 % of the samples of `bench
 /// searchable` on the runtime's side alone, beside the wake-ups).
+///
+/// Its [`POOL_SIZE`] connections are all opened now, by the calling task
+/// ([`open_pool`] says why).
 pub async fn connect(path: &Path) -> Result<SqlitePool, sqlx::Error> {
+    let pool = open_pool(path, POOL_SIZE).await?;
+    migrate(&pool).await?;
+    Ok(pool)
+}
+
+/// A pool of `size` connections to the database at `path`, configured as
+/// [`connect`] describes, every one of them opened now, by the calling
+/// task, and kept for the pool's life; no migration. For a second pool on
+/// a database [`connect`] opened: one whose connections' threads have
+/// another priority.
+///
+/// Each connection runs its statements on a thread of its own, which
+/// starts with the priority of the thread that started it. Opened on
+/// demand, a connection took the priority of whichever task first found
+/// the pool empty: the request threads' or the background runtime's
+/// lowered one (`mnemo_app::runtime`), by chance. So the server opens one
+/// pool from each, and gives each its own work (`mnemo_app::stores`).
+/// sqlx would otherwise close a connection idle for ten minutes or thirty
+/// minutes old, and any task would open the next; with `min_connections`
+/// it opens connections from a task it spawns, wherever that runs.
+pub async fn open_pool(path: &Path, size: u32) -> Result<SqlitePool, sqlx::Error> {
     configure_heap();
     let options = SqliteConnectOptions::new()
         .filename(path)
@@ -72,16 +96,27 @@ pub async fn connect(path: &Path) -> Result<SqlitePool, sqlx::Error> {
         .pragma("temp_store", "MEMORY")
         .pragma("journal_size_limit", WAL_SIZE_LIMIT.to_string());
     let pool = SqlitePoolOptions::new()
-        .max_connections(8)
+        .max_connections(size)
+        .idle_timeout(None)
+        .max_lifetime(None)
         .test_before_acquire(false)
         .after_connect(|connection, _| {
             Box::pin(async move { handoff::install(connection, BUSY_TIMEOUT).await })
         })
         .connect_with(options)
         .await?;
-    migrate(&pool).await?;
+    // Each one held while the next is asked for, so each is a new
+    // connection, whose thread this task's thread starts.
+    let mut opened = Vec::with_capacity(size as usize);
+    for _ in 0..size {
+        opened.push(pool.acquire().await?);
+    }
+    drop(opened);
     Ok(pool)
 }
+
+/// The connections of the pool [`connect`] opens.
+pub const POOL_SIZE: u32 = 8;
 
 /// The size the WAL file is cut back to once a checkpoint has taken it all
 /// in. Steady writes keep it near 4 MB (a checkpoint every 1,000 pages);
@@ -151,6 +186,18 @@ impl SqliteEventStore {
 
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
+    }
+
+    /// This store with its statements on another pool of the same
+    /// database: one write lock and one head for both, so an append
+    /// through either waits for the other's and wakes the other's
+    /// readers ([`EventStore::wait_for_append`]).
+    pub fn on_pool(&self, pool: SqlitePool) -> Self {
+        SqliteEventStore {
+            pool,
+            write_lock: self.write_lock.clone(),
+            head: self.head.clone(),
+        }
     }
 
     fn decode_row(row: &sqlx::sqlite::SqliteRow) -> Result<RecordedEvent, EventStoreError> {
