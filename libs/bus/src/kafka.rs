@@ -576,7 +576,7 @@ pub async fn create_topics(
     // that already has every topic (or a broker without the CreateTopics
     // API, like the development host) then needs no admin request at all.
     let timeout = config.delivery_timeout;
-    let (admin, existing) = existing_topics(admin, timeout).await;
+    let (admin, existing) = existing_topics(admin, timeout).await?;
     let existing = match existing {
         Ok(existing) => existing,
         Err(error) => {
@@ -611,7 +611,9 @@ pub async fn create_topics(
             // CreateTopics API). What it was for may have happened anyway:
             // another instance, or a development host still starting,
             // created the topics meanwhile. Then there is nothing to fail.
-            let (admin, existing) = existing_topics(admin, timeout).await;
+            let Ok((admin, existing)) = existing_topics(admin, timeout).await else {
+                return Err(backend(error));
+            };
             drop_off_runtime(admin);
             return match existing {
                 Ok(existing) if missing.iter().all(|name| existing.contains(name)) => Ok(()),
@@ -634,14 +636,18 @@ pub async fn create_topics(
 
 /// The names of the topics the cluster has. A topic listed with an error
 /// other than "unknown" exists (a leader election, say, is under way), so
-/// creating it would only fail. The client comes back for further use.
+/// creating it would only fail. The client comes back for further use,
+/// unless the task that asked failed (the runtime shutting down).
 async fn existing_topics(
     admin: AdminClient<DefaultClientContext>,
     timeout: Duration,
-) -> (
-    AdminClient<DefaultClientContext>,
-    Result<Vec<String>, BusError>,
-) {
+) -> Result<
+    (
+        AdminClient<DefaultClientContext>,
+        Result<Vec<String>, BusError>,
+    ),
+    BusError,
+> {
     // A blocking librdkafka call: off the runtime's workers.
     let task = tokio::task::spawn_blocking(move || {
         let metadata = admin.inner().fetch_metadata(None, timeout);
@@ -660,11 +666,8 @@ async fn existing_topics(
         });
         (admin, existing)
     });
-    match task.await {
-        Ok(answer) => answer,
-        // The task only panics if librdkafka does, and then the client is gone.
-        Err(error) => std::panic::resume_unwind(error.into_panic()),
-    }
+    task.await
+        .map_err(|error| BusError::Backend(format!("metadata task failed: {error}")))
 }
 
 /// Creates every mnemo topic ([`topics::ALL`]); see [`create_topics`].
