@@ -538,6 +538,16 @@ async fn posted_in_pairs(
     (setup, conversation, ids)
 }
 
+/// What the drain tests post, in pairs: one fact a message.
+const FACTS: [&str; 6] = [
+    "I live in Lyon.",
+    "I love jazz.",
+    "I work at the harbour office.",
+    "I play the cello.",
+    "My sister is called Ana.",
+    "I drink green tea.",
+];
+
 /// A crash between a group's commit and the removal of its buffer rows
 /// leaves committed batches waiting: the next drain finds each of them
 /// done with one read of the log for all their records (not one a batch,
@@ -554,18 +564,7 @@ async fn a_drain_finds_the_batches_a_crash_left_buffered_done_in_one_read() {
         },
         conversation,
         ids,
-    ) = posted_in_pairs(
-        dir.path(),
-        &[
-            "I live in Lyon.",
-            "I love jazz.",
-            "I work at the harbour office.",
-            "I play the cello.",
-            "My sister is called Ana.",
-            "I drink green tea.",
-        ],
-    )
-    .await;
+    ) = posted_in_pairs(dir.path(), &FACTS).await;
     // Each batch committed, its buffer rows not yet removed.
     for batch in ids.chunks(2) {
         let outcome = pipeline.consolidate(&conversation, batch).await.unwrap();
@@ -607,16 +606,7 @@ async fn a_drain_after_a_commit_without_records_settles_nothing_twice() {
         },
         conversation,
         ids,
-    ) = posted_in_pairs(
-        dir.path(),
-        &[
-            "I live in Lyon.",
-            "I love jazz.",
-            "I work at the harbour office.",
-            "I play the cello.",
-        ],
-    )
-    .await;
+    ) = posted_in_pairs(dir.path(), &FACTS[..4]).await;
     let tenant = conversation.tenant.clone();
     store.drop_record.store(true, Ordering::SeqCst);
     assert!(pipeline.drain(&conversation).await.is_err());
