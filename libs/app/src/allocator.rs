@@ -8,7 +8,7 @@
 //! for the memory to go back and be faulted in again, zeroed by the
 //! kernel: `bench searchable` at 100,000 messages took 240,000 page
 //! faults with the default and 160,000 with ten seconds, and its CPU an
-//! item fell with them (docs/operations.md, "Memory the allocator keeps
+//! item fell with them (docs/performance.md, "Memory the allocator keeps
 //! for ten seconds"). Ten seconds still gives an idle server its memory
 //! back.
 
@@ -17,7 +17,7 @@ use std::ffi::{c_int, c_long, OsStr};
 /// See the module's documentation: mimalloc, not glibc's malloc. The
 /// server allocates and frees many small buffers across threads (JSON,
 /// sealed payloads, rows, points), and glibc's arenas took a fifth of its
-/// CPU under load (docs/operations.md, "The pipeline under load").
+/// CPU under load (docs/performance.md, "The pipeline under load").
 pub use mimalloc::MiMalloc as Allocator;
 
 /// The purge delay mnemo sets, in milliseconds.

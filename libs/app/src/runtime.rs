@@ -9,7 +9,7 @@
 //! threads, and a search took its turn behind projection and consolidation
 //! work that nobody waits for: on this 2-core machine, search p99 under
 //! `bench pipeline`'s load was 44.6 and 38.4 ms with even shares, 25.1 and
-//! 24.2 ms with the background 10 lower (docs/operations.md, "Search
+//! 24.2 ms with the background 10 lower (docs/performance.md, "Search
 //! before the pipeline").
 //! So this runtime's threads run `background_nice` lower than the thread
 //! that builds it (default 10: about a tenth of a request thread's share

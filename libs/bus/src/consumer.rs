@@ -162,7 +162,7 @@ pub struct ConsumerOptions {
     /// already waiting is taken in one run (up to this many), so a busy
     /// topic costs one flush, one commit and one `prepare` read per run,
     /// not per record. 1,024 by default: at 100,000 posted messages the
-    /// pipeline's CPU an item fell by 4-8 % from 256 (docs/operations.md,
+    /// pipeline's CPU an item fell by 4-8 % from 256 (docs/performance.md,
     /// "Consumer runs of 1,024 records"); a crash redelivers at most a run
     /// more, which idempotent handlers absorb.
     pub max_batch: usize,

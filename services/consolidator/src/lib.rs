@@ -108,7 +108,7 @@ fn retryable(error: PipelineError) -> HandlerError {
 /// batch waiting (store round trips, the writer lock, index searches on
 /// the blocking pool), so one per core left the cores half idle while a
 /// backlog drained; past two per core the workers only take the cores from
-/// ingest (measured in docs/operations.md, "Consolidation workers").
+/// ingest (measured in docs/performance.md, "Consolidation workers").
 pub fn default_workers() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())

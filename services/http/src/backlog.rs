@@ -178,15 +178,24 @@ impl Backlog {
 
     /// The latest reading, at most [`Self::FRESH_FOR`] old.
     pub async fn read(&self) -> Arc<Reading> {
+        self.read_with_age().await.0
+    }
+
+    /// The latest reading and how long ago it was taken (at most
+    /// [`Self::FRESH_FOR`]): whoever times the pipeline by it knows when
+    /// the figures were true, not only when it asked.
+    pub async fn read_with_age(&self) -> (Arc<Reading>, Duration) {
         if let Some((at, reading)) = &*self.cached.lock().unwrap_or_else(|p| p.into_inner()) {
-            if at.elapsed() < Self::FRESH_FOR {
-                return reading.clone();
+            let age = at.elapsed();
+            if age < Self::FRESH_FOR {
+                return (reading.clone(), age);
             }
         }
         let reading = Arc::new(self.measure().await);
+        // Stamped when the last figure is in: each was true by then.
         *self.cached.lock().unwrap_or_else(|p| p.into_inner()) =
             Some((Instant::now(), reading.clone()));
-        reading
+        (reading, Duration::ZERO)
     }
 
     /// Messages accepted but not consolidated, when past the ceiling.
@@ -399,6 +408,46 @@ mod tests {
             slowdown: None,
             min_free_disk: 1000,
         }
+    }
+
+    #[tokio::test]
+    async fn a_reused_reading_says_how_old_it_is_and_a_stale_one_is_taken_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = mnemo_event_store::sqlite::connect(&dir.path().join("mnemo.db"))
+            .await
+            .unwrap();
+        let bus: Arc<dyn Bus> = Arc::new(mnemo_bus::in_process::InProcessBus::new(pool, 2));
+        let backlog = Backlog::new(
+            bus.clone(),
+            Arc::new(RelayStats::default()),
+            vec![("g".to_owned(), vec!["t.a".to_owned()])],
+            None,
+            limits(),
+        );
+        let (first, age) = backlog.read_with_age().await;
+        assert_eq!(age, Duration::ZERO, "a fresh reading");
+        assert_eq!(first.consumer_lag[0].records, Some(0));
+
+        // A record published now is not in the reading reused for a while,
+        // and the reading says how long it has been reused.
+        let record = mnemo_bus::OutgoingRecord {
+            key: "a/1".to_owned(),
+            payload: b"x".to_vec(),
+            headers: Vec::new(),
+        };
+        bus.publish("t.a", vec![record]).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (reused, age) = backlog.read_with_age().await;
+        assert!(Arc::ptr_eq(&first, &reused));
+        assert!(
+            (Duration::from_millis(300)..Backlog::FRESH_FOR).contains(&age),
+            "{age:?}"
+        );
+
+        tokio::time::sleep(Backlog::FRESH_FOR).await;
+        let (taken, age) = backlog.read_with_age().await;
+        assert_eq!(age, Duration::ZERO, "taken again");
+        assert_eq!(taken.consumer_lag[0].records, Some(1));
     }
 
     #[tokio::test]

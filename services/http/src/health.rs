@@ -73,8 +73,9 @@ async fn healthz() -> HttpResponse {
 async fn readyz(health: web::Data<Health>) -> HttpResponse {
     match health.database.check().await {
         Ok(()) => {
-            let reading = health.backlog.read().await;
+            let (reading, age) = health.backlog.read_with_age().await;
             let mut body = backlog_json(&reading);
+            body["age_ms"] = serde_json::json!(age.as_millis() as u64);
             body["ingest_pace"] = serde_json::json!(health.backlog.pace_rate().map(f64::round));
             // Degraded still answers 200: search serves what is indexed
             // while the rest catches up; a load balancer must not take the

@@ -242,7 +242,7 @@ enum BenchCommand {
     /// times how long a posted message takes to be searchable; /readyz is
     /// sampled every second. Prints accepted and consolidated msg/s, the
     /// searchable lag, search p50/p99 under load, errors, RSS and, after
-    /// the load, the time until the backlog is zero. See docs/operations.md.
+    /// the load, the time until the backlog is zero. See docs/performance.md.
     Pipeline {
         /// A running server; default: an embedded one on a temporary data
         /// dir, with the settings of the environment (embedder, LLM,
@@ -286,7 +286,7 @@ enum BenchCommand {
     /// searchable), on an embedded server whose embedder is an
     /// OpenAI-compatible server on loopback (feature hashing, so the model
     /// costs nothing), the in-process lexical one or the local model. See
-    /// docs/operations.md.
+    /// docs/performance.md.
     Searchable {
         /// Memories written sequentially to one subject (0: skip).
         #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
@@ -307,10 +307,16 @@ enum BenchCommand {
         #[arg(long, default_value = "loopback", value_parser = ["loopback", "lexical", "local"])]
         embedder: String,
         /// The posted messages' text: `repeated` (six sentences in turn, the
-        /// figures of docs/operations.md) or `varied` (words drawn from a
+        /// figures of docs/performance.md) or `varied` (words drawn from a
         /// 5,000-word vocabulary with the frequencies of natural text).
         #[arg(long, default_value = "repeated", value_parser = ["repeated", "varied"])]
         text: String,
+        /// First measure the parts' ceiling on the same messages (`bench
+        /// parts`, in this process, on a data dir of its own), then print
+        /// the pipeline's rate and CPU per message as a share of it.
+        /// Needs `--embedder lexical`, the embedder the parts use.
+        #[arg(long)]
+        ceiling: bool,
     },
     /// Search latency p50/p99 at several memory counts, with and without the
     /// embedder, against the raw qdrant-edge query time on the same data.
@@ -368,6 +374,9 @@ enum BenchCommand {
         /// Conversations the messages are spread over.
         #[arg(long, default_value_t = 8)]
         subjects: usize,
+        /// The appended messages' text, as `bench searchable --text`.
+        #[arg(long, default_value = "varied", value_parser = ["repeated", "varied"])]
+        text: String,
     },
     /// What finding and resolving a message's date phrases costs (the
     /// scan every episode and every message the rules read goes through).
@@ -680,10 +689,12 @@ async fn bench(what: BenchCommand) -> anyhow::Result<()> {
             batch,
             embedder,
             text,
+            ceiling,
         } => {
             let count = |value: u64| usize::try_from(value).context("count too large");
             mnemo_lab::bench_searchable::searchable(mnemo_lab::bench_searchable::SearchableBench {
                 varied_text: text == "varied",
+                ceiling,
                 memories: count(memories)?,
                 messages: count(messages)?,
                 clients: count(clients)?,
@@ -740,11 +751,13 @@ async fn bench(what: BenchCommand) -> anyhow::Result<()> {
             messages,
             batch,
             subjects,
+            text,
         } => {
             mnemo_lab::bench_parts::parts(mnemo_lab::bench_parts::PartsBenchArgs {
                 messages,
                 batch,
                 subjects,
+                varied_text: text == "varied",
             })
             .await
         }

@@ -206,7 +206,7 @@ const FIRST_RANK: f64 = 100.0;
 /// `1 / r`, ranks [`FIRST_RANK`] on), then `(#n)`. The same `n` gives the
 /// same text. [`message_text`] alone puts each of its words in a sixth of
 /// the messages or more, the worst case for the index's BM25 posting lists
-/// (see docs/operations.md, "The pipeline under load"), and makes 55
+/// (see docs/performance.md, "The pipeline under load"), and makes 55
 /// memories per 100 messages.
 pub(crate) fn varied_text(n: usize) -> String {
     if n.is_multiple_of(10) {

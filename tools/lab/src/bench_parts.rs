@@ -66,7 +66,7 @@ use mnemo_retriever::episodes::{self, READ_AHEAD};
 use mnemo_retriever::projection::MemoryProjection;
 use mnemo_vector_index::VectorIndex;
 
-use crate::bench::{process_cpu, varied_text};
+use crate::bench::{message_text, process_cpu, varied_text};
 
 #[derive(Debug, Clone)]
 pub struct PartsBenchArgs {
@@ -75,6 +75,9 @@ pub struct PartsBenchArgs {
     pub batch: usize,
     /// Conversations the messages are spread over.
     pub subjects: usize,
+    /// Append [`varied_text`] (natural text's word frequencies) instead of
+    /// [`message_text`]'s six sentences, as `bench searchable --text`.
+    pub varied_text: bool,
 }
 
 /// Turns per session, as `mnemo bench searchable` posts them.
@@ -111,7 +114,81 @@ where
     Ok((stage, out))
 }
 
+/// What [`measure`] found: each stage's figures, in the order they ran.
+pub struct PartsReport {
+    args: PartsBenchArgs,
+    stages: [Stage; 4],
+    memory_events: usize,
+}
+
+impl PartsReport {
+    /// The four stages' CPU per posted message: what a message costs with
+    /// nothing between the stages.
+    pub fn cpu_per_message(&self) -> Duration {
+        self.stages.iter().map(Stage::cpu_per_item).sum()
+    }
+
+    /// Messages a second `cores` cores make searchable doing nothing but
+    /// the four stages.
+    pub fn ceiling(&self, cores: usize) -> f64 {
+        ceiling(cores, self.cpu_per_message())
+    }
+
+    pub fn print(&self) {
+        println!(
+            "## The parts' own cost ({} messages, {} conversations, appends of {}, lexical embedder)\n",
+            self.args.messages, self.args.subjects, self.args.batch
+        );
+        println!("| stage | items | wall | items/s | CPU | CPU per item |");
+        println!("|---|---:|---:|---:|---:|---:|");
+        for stage in &self.stages {
+            println!(
+                "| {} | {} | {:.2} s | {:.0} | {:.2} s | {:.0} µs |",
+                stage.name,
+                stage.items,
+                stage.wall.as_secs_f64(),
+                stage.items as f64 / stage.wall.as_secs_f64(),
+                stage.cpu.as_secs_f64(),
+                stage.cpu_per_item().as_secs_f64() * 1e6
+            );
+        }
+        let cores = cores();
+        let two_writes = self.stages[0].cpu_per_item() + self.stages[1].cpu_per_item();
+        println!(
+            "\nThe two writes: {:.0} µs of CPU per message. On {cores} cores doing nothing else, \
+             at most {:.0} messages/s become searchable episodes.",
+            two_writes.as_secs_f64() * 1e6,
+            ceiling(cores, two_writes)
+        );
+        println!(
+            "All four stages ({} memory events projected): {:.0} µs of CPU per message, \
+             at most {:.0} messages/s on {cores} cores with nothing between the stages.\n",
+            self.memory_events,
+            self.cpu_per_message().as_secs_f64() * 1e6,
+            self.ceiling(cores)
+        );
+    }
+}
+
+/// Items a second `cores` cores make at `cpu` of CPU an item, doing
+/// nothing else.
+pub fn ceiling(cores: usize, cpu: Duration) -> f64 {
+    cores as f64 / cpu.as_secs_f64().max(f64::EPSILON)
+}
+
+/// The machine's cores, as the ceilings count them.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 pub async fn parts(args: PartsBenchArgs) -> anyhow::Result<()> {
+    measure(args).await?.print();
+    Ok(())
+}
+
+/// Runs the four stages on a fresh data dir of its own, one after the
+/// other, and closes it.
+pub async fn measure(args: PartsBenchArgs) -> anyhow::Result<PartsReport> {
     anyhow::ensure!(
         args.messages > 0 && args.batch > 0 && args.subjects > 0,
         "counts must be positive"
@@ -128,10 +205,11 @@ pub async fn parts(args: PartsBenchArgs) -> anyhow::Result<()> {
     let subjects: Vec<SubjectId> = (0..args.subjects)
         .map(|n| SubjectId::parse(format!("parts-{n}")))
         .collect::<Result<_, _>>()?;
-    println!(
-        "## The parts' own cost ({} messages, {} conversations, appends of {}, lexical embedder)\n",
-        args.messages, args.subjects, args.batch
-    );
+    let text = if args.varied_text {
+        varied_text
+    } else {
+        message_text
+    };
 
     // The posts, as ingest appends them: conversation after conversation
     // in turn, a batch each.
@@ -161,7 +239,7 @@ pub async fn parts(args: PartsBenchArgs) -> anyhow::Result<()> {
                             } else {
                                 Role::Assistant
                             },
-                            content: SubjectText::new(varied_text(next)),
+                            content: SubjectText::new(text(next)),
                             timestamp: Utc::now(),
                             session: Some(SessionId::parse(format!("s{}", turn / SESSION_TURNS))?),
                             agent: None,
@@ -322,37 +400,12 @@ pub async fn parts(args: PartsBenchArgs) -> anyhow::Result<()> {
     .await?;
     anyhow::ensure!(memory_events > 0, "consolidation appended no memory event");
 
-    println!("| stage | items | wall | items/s | CPU | CPU per item |");
-    println!("|---|---:|---:|---:|---:|---:|");
-    let stages = [&append, &indexed, &consolidated, &projected];
-    for stage in stages {
-        println!(
-            "| {} | {} | {:.2} s | {:.0} | {:.2} s | {:.0} µs |",
-            stage.name,
-            stage.items,
-            stage.wall.as_secs_f64(),
-            stage.items as f64 / stage.wall.as_secs_f64(),
-            stage.cpu.as_secs_f64(),
-            stage.cpu_per_item().as_secs_f64() * 1e6
-        );
-    }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let per_message = append.cpu_per_item() + indexed.cpu_per_item();
-    println!(
-        "\nThe two writes: {:.0} µs of CPU per message. On {cores} cores doing nothing else, \
-         at most {:.0} messages/s become searchable episodes.",
-        per_message.as_secs_f64() * 1e6,
-        cores as f64 / per_message.as_secs_f64().max(f64::EPSILON)
-    );
-    let all: Duration = stages.iter().map(|stage| stage.cpu_per_item()).sum();
-    println!(
-        "All four stages ({memory_events} memory events projected): {:.0} µs of CPU per message, \
-         at most {:.0} messages/s on {cores} cores with nothing between the stages.",
-        all.as_secs_f64() * 1e6,
-        cores as f64 / all.as_secs_f64().max(f64::EPSILON)
-    );
     stores.close().await;
-    Ok(())
+    Ok(PartsReport {
+        args,
+        stages: [append, indexed, consolidated, projected],
+        memory_events,
+    })
 }
 
 /// One run of the consolidator's records, as its consumer handles it: each
@@ -384,6 +437,26 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_six_sentences_are_measured_too() {
+        let report = measure(PartsBenchArgs {
+            messages: 60,
+            batch: 10,
+            subjects: 2,
+            varied_text: false,
+        })
+        .await
+        .unwrap();
+        // Each stage counts the posted messages (its CPU is per message)
+        // and rules consolidation found memories in the six sentences.
+        assert!(report.stages.iter().all(|stage| stage.items == 60));
+        assert!(report.memory_events > 0);
+        assert_eq!(
+            report.ceiling(2),
+            2.0 / report.cpu_per_message().as_secs_f64()
+        );
+    }
+
+    #[tokio::test]
     async fn every_message_appended_is_indexed_consolidated_and_its_memories_projected() {
         // Uneven on purpose: the last append of a round is short, and the
         // conversations end at different lengths.
@@ -391,6 +464,7 @@ mod tests {
             messages: 131,
             batch: 20,
             subjects: 3,
+            varied_text: true,
         })
         .await
         .unwrap();

@@ -2,7 +2,7 @@
 //! search, on an embedded server (a temporary data dir in this process),
 //! the way a client sees it.
 //!
-//! Two parts, each optional:
+//! Two parts, each optional, and a comparison:
 //! 1. **Memories, one request at a time** (`--memories N`): N memories are
 //!    written sequentially to one subject through `POST …/memories`; the
 //!    last carries a word no other has, and the run searches for it (hybrid,
@@ -20,7 +20,18 @@
 //!    span: the figure to compare builds by on a shared machine, where the
 //!    rate moves with what else runs and the CPU an item costs moves less;
 //!    and how many cores that CPU kept busy, which falls below the core
-//!    count when the run waits on the disk instead.
+//!    count when the run waits on the disk instead. The end of that span
+//!    is when the marked last message was found and a backlog reading
+//!    taken after the last post showed nothing behind, timed when the
+//!    server took the reading (`/readyz`'s `age_ms`), not when the run
+//!    asked: the server reuses a reading for up to a second.
+//! 3. **Against the ceiling** (`--ceiling`, with `--embedder lexical`):
+//!    before the server starts, the four stages of `mnemo bench parts`
+//!    run alone on the same messages ([`bench_parts::measure`]); after
+//!    the messages part, the pipeline's messages searchable per second
+//!    and CPU per message are printed beside the stages' ceiling on this
+//!    machine's cores, measured minutes apart in one process: a share
+//!    that a busy machine moves less than either figure alone.
 //!
 //! The embedder is, by default, an OpenAI-compatible embedding server on
 //! loopback started by the run (`--embedder loopback`) that answers with
@@ -45,6 +56,7 @@ use mnemo_embed::{Embedder, LexicalEmbedder};
 use serde_json::{json, Value};
 
 use crate::bench::{message_text, percentile, process_cpu, varied_text, EmbeddedServer};
+use crate::bench_parts::{self, PartsBenchArgs, PartsReport};
 
 /// The vector size of the loopback server (all-MiniLM-L6-v2's).
 pub const DIMENSION: usize = 384;
@@ -85,6 +97,9 @@ pub struct SearchableBench {
     pub embedder: BenchEmbedder,
     /// Post [`varied_text`] instead of [`message_text`]'s six sentences.
     pub varied_text: bool,
+    /// Measure the parts' ceiling on the same messages first
+    /// ([`bench_parts::measure`]) and set the messages' figures against it.
+    pub ceiling: bool,
 }
 
 /// What the loopback embedding server was asked.
@@ -223,7 +238,9 @@ impl Client {
     }
 
     /// Nothing behind: relay, every consumer group and the buffer at zero.
-    async fn caught_up(&self) -> anyhow::Result<bool> {
+    /// How long ago the server's backlog reading was taken, when it shows
+    /// nothing behind; `None` while something is.
+    async fn caught_up(&self) -> anyhow::Result<Option<Duration>> {
         let ready = self.get("/readyz").await?;
         let now = Instant::now();
         let mut last = self.progress.lock().unwrap_or_else(|p| p.into_inner());
@@ -240,13 +257,36 @@ impl Client {
         let groups_done = ready["consumer_lag"]
             .as_object()
             .is_some_and(|groups| groups.values().all(|lag| lag.as_u64() == Some(0)));
-        Ok(ready["relay_lag"].as_u64() == Some(0)
+        let done = ready["relay_lag"].as_u64() == Some(0)
             && groups_done
-            && ready["backlog"]["consolidation"]["messages"].as_u64() == Some(0))
+            && ready["backlog"]["consolidation"]["messages"].as_u64() == Some(0);
+        // The server reuses a reading for up to a second (`age_ms`).
+        let age = Duration::from_millis(ready["age_ms"].as_u64().unwrap_or(0));
+        Ok(done.then_some(age))
     }
 }
 
 pub async fn searchable(bench: SearchableBench) -> anyhow::Result<()> {
+    // Before the server starts, so nothing else runs in the process while
+    // the stages are timed.
+    let ceiling = if bench.ceiling {
+        anyhow::ensure!(
+            bench.embedder == BenchEmbedder::Lexical && bench.messages > 0,
+            "--ceiling sets posted messages against the parts' ceiling, which embeds with \
+             the lexical embedder: it needs --embedder lexical and --messages above 0"
+        );
+        let parts = bench_parts::measure(PartsBenchArgs {
+            messages: bench.messages,
+            batch: bench.batch,
+            subjects: bench.clients,
+            varied_text: bench.varied_text,
+        })
+        .await?;
+        parts.print();
+        Some(parts)
+    } else {
+        None
+    };
     let counts = Arc::new(EmbeddingCounts::default());
     let mut env: HashMap<String, String> = HashMap::new();
     let mut _embedding_server = None;
@@ -307,10 +347,76 @@ pub async fn searchable(bench: SearchableBench) -> anyhow::Result<()> {
         counts.inputs.store(0, Ordering::Relaxed);
     }
     if bench.messages > 0 {
-        messages(&client, &bench).await?;
+        let run = messages(&client, &bench).await?;
         print_embedding_counts(&counts, bench.embedder);
+        if let Some(parts) = &ceiling {
+            print_against_the_ceiling(&run, parts);
+        }
     }
     server.stop().await
+}
+
+/// What the messages part measured, for [`print_against_the_ceiling`].
+struct MessagesRun {
+    messages: usize,
+    /// From the first post until everything was searchable.
+    searchable: Duration,
+    /// The process's CPU time over that span.
+    cpu: Duration,
+}
+
+/// The pipeline's messages a second and CPU per message beside what the
+/// four stages alone cost per message on the same messages.
+#[derive(Debug, PartialEq)]
+struct AgainstTheCeiling {
+    /// Messages searchable per second, the pipeline's.
+    rate: f64,
+    /// Messages per second the cores would make searchable doing nothing
+    /// but the stages.
+    ceiling: f64,
+    pipeline_cpu: Duration,
+    stages_cpu: Duration,
+}
+
+impl AgainstTheCeiling {
+    fn new(run: &MessagesRun, stages_cpu: Duration, cores: usize) -> Self {
+        AgainstTheCeiling {
+            rate: run.messages as f64 / run.searchable.as_secs_f64(),
+            ceiling: bench_parts::ceiling(cores, stages_cpu),
+            pipeline_cpu: run.cpu / run.messages.max(1) as u32,
+            stages_cpu,
+        }
+    }
+
+    /// The pipeline's rate as a share of the ceiling.
+    fn share(&self) -> f64 {
+        self.rate / self.ceiling
+    }
+
+    /// The pipeline's CPU per message over the stages'.
+    fn cpu_ratio(&self) -> f64 {
+        self.pipeline_cpu.as_secs_f64() / self.stages_cpu.as_secs_f64().max(f64::EPSILON)
+    }
+}
+
+fn print_against_the_ceiling(run: &MessagesRun, parts: &PartsReport) {
+    let cores = bench_parts::cores();
+    let against = AgainstTheCeiling::new(run, parts.cpu_per_message(), cores);
+    println!("### Against the parts' ceiling, same messages, same run\n");
+    println!("| | pipeline | the four stages alone | pipeline ÷ stages |");
+    println!("|---|---:|---:|---:|");
+    println!(
+        "| messages searchable per second | {:.0} | {:.0} (ceiling on {cores} cores) | {:.0} % |",
+        against.rate,
+        against.ceiling,
+        100.0 * against.share()
+    );
+    println!(
+        "| CPU per message | {:.0} µs | {:.0} µs | {:.2}× |\n",
+        against.pipeline_cpu.as_secs_f64() * 1e6,
+        against.stages_cpu.as_secs_f64() * 1e6,
+        against.cpu_ratio()
+    );
 }
 
 fn print_embedding_counts(counts: &EmbeddingCounts, embedder: BenchEmbedder) {
@@ -383,7 +489,7 @@ async fn memories(client: &Client, count: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn messages(client: &Arc<Client>, bench: &SearchableBench) -> anyhow::Result<()> {
+async fn messages(client: &Arc<Client>, bench: &SearchableBench) -> anyhow::Result<MessagesRun> {
     let clients = bench.clients.max(1);
     let batch = bench.batch.max(1);
     eprintln!(
@@ -448,16 +554,30 @@ async fn messages(client: &Arc<Client>, bench: &SearchableBench) -> anyhow::Resu
     client
         .post("/v1/subjects/searchable-0/consolidate", &json!({}))
         .await?;
-    loop {
-        if client.caught_up().await? && client.finds("searchable-0", &word, "episodes").await? {
-            break;
+    let last_acknowledged = started.elapsed();
+    // Everything is searchable once the marked message is found and a
+    // backlog reading taken after the last acknowledgement shows nothing
+    // behind; each is timed when it became true as far as the run can
+    // tell (the reading when it was taken, not when the run asked).
+    let (mut found, mut drained) = (None, None);
+    let searchable = loop {
+        if found.is_none() && client.finds("searchable-0", &word, "episodes").await? {
+            found = Some(started.elapsed());
+        }
+        if drained.is_none() {
+            if let Some(age) = client.caught_up().await? {
+                let taken = started.elapsed().saturating_sub(age);
+                drained = (taken >= last_acknowledged).then_some(taken);
+            }
+        }
+        if let (Some(found), Some(drained)) = (found, drained) {
+            break found.max(drained);
         }
         if started.elapsed() > GIVE_UP + accepting {
             bail!("the backlog did not reach zero within {GIVE_UP:?} after the load");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let searchable = started.elapsed();
+    };
     let cpu = process_cpu()?.saturating_sub(cpu_before);
     let report = client.get("/v1/consolidation/report?days=1").await?;
     let stored = report["report"]["candidates"]["memory"]
@@ -499,12 +619,16 @@ async fn messages(client: &Arc<Client>, bench: &SearchableBench) -> anyhow::Resu
     );
     // Below the core count, the run waited on something other than CPU
     // (the disk, a lock, a timer): a cheaper item would not make it faster.
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = bench_parts::cores();
     println!(
         "| cores busy (that CPU over the time to searchable) | {:.2} of {cores} |\n",
         cpu.as_secs_f64() / searchable.as_secs_f64()
     );
-    Ok(())
+    Ok(MessagesRun {
+        messages: bench.messages + 1,
+        searchable,
+        cpu,
+    })
 }
 
 fn ms(duration: Duration) -> f64 {
@@ -514,6 +638,48 @@ fn ms(duration: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pipeline_is_set_against_the_stages_per_message() {
+        // 1,000 messages searchable 2 s after the first post, for 1 s of
+        // CPU; the stages cost 250 µs a message, 8,000 a second on 2 cores.
+        let run = MessagesRun {
+            messages: 1000,
+            searchable: Duration::from_secs(2),
+            cpu: Duration::from_secs(1),
+        };
+        let against = AgainstTheCeiling::new(&run, Duration::from_micros(250), 2);
+        assert_eq!(against.rate, 500.0);
+        assert_eq!(against.ceiling, 8000.0);
+        assert_eq!(against.share(), 0.0625);
+        assert_eq!(against.pipeline_cpu, Duration::from_millis(1));
+        assert_eq!(against.cpu_ratio(), 4.0);
+    }
+
+    #[tokio::test]
+    async fn the_ceiling_is_refused_for_what_the_stages_do_not_embed_with() {
+        for (embedder, messages) in [
+            (BenchEmbedder::Loopback, 10),
+            (BenchEmbedder::Local, 10),
+            (BenchEmbedder::Lexical, 0),
+        ] {
+            let refused = searchable(SearchableBench {
+                memories: 0,
+                messages,
+                clients: 1,
+                batch: 10,
+                embedder,
+                varied_text: false,
+                ceiling: true,
+            })
+            .await
+            .expect_err("refused before anything runs");
+            assert!(
+                refused.to_string().contains("--embedder lexical"),
+                "{refused}"
+            );
+        }
+    }
 
     #[tokio::test]
     async fn the_loopback_server_speaks_what_the_openai_adapter_expects() {

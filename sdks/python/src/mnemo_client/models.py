@@ -717,6 +717,8 @@ class Health(ResponseModel):
     status: Literal["ok", "ready", "degraded"]
     degraded: Optional[List[str]] = None
     relay_lag: Optional[int] = None
+    age_ms: Optional[int] = None
+    """How long ago the backlog figures were read (a reading serves for up to a second)."""
     consumer_lag: Optional[Dict[str, Optional[int]]] = None
     consumer_oldest_seconds: Optional[Dict[str, Optional[float]]] = None
     embedder: Optional[EmbedderInfo] = None
