@@ -410,13 +410,27 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_reused_reading_says_how_old_it_is_and_a_stale_one_is_taken_again() {
+    /// An in-process bus on a fresh database, and the dir that holds it.
+    async fn in_process_bus() -> (tempfile::TempDir, Arc<dyn Bus>) {
         let dir = tempfile::tempdir().unwrap();
         let pool = mnemo_event_store::sqlite::connect(&dir.path().join("mnemo.db"))
             .await
             .unwrap();
-        let bus: Arc<dyn Bus> = Arc::new(mnemo_bus::in_process::InProcessBus::new(pool, 2));
+        let bus = Arc::new(mnemo_bus::in_process::InProcessBus::new(pool, 2));
+        (dir, bus)
+    }
+
+    fn record(key: &str) -> mnemo_bus::OutgoingRecord {
+        mnemo_bus::OutgoingRecord {
+            key: key.to_owned(),
+            payload: b"x".to_vec(),
+            headers: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reused_reading_says_how_old_it_is_and_a_stale_one_is_taken_again() {
+        let (_dir, bus) = in_process_bus().await;
         let backlog = Backlog::new(
             bus.clone(),
             Arc::new(RelayStats::default()),
@@ -430,12 +444,7 @@ mod tests {
 
         // A record published now is not in the reading reused for a while,
         // and the reading says how long it has been reused.
-        let record = mnemo_bus::OutgoingRecord {
-            key: "a/1".to_owned(),
-            payload: b"x".to_vec(),
-            headers: Vec::new(),
-        };
-        bus.publish("t.a", vec![record]).await.unwrap();
+        bus.publish("t.a", vec![record("a/1")]).await.unwrap();
         tokio::time::sleep(Duration::from_millis(300)).await;
         let (reused, age) = backlog.read_with_age().await;
         assert!(Arc::ptr_eq(&first, &reused));
@@ -452,16 +461,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_group_behind_reports_its_oldest_record_and_degrades_past_the_age() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = mnemo_event_store::sqlite::connect(&dir.path().join("mnemo.db"))
-            .await
-            .unwrap();
-        let bus: Arc<dyn Bus> = Arc::new(mnemo_bus::in_process::InProcessBus::new(pool, 2));
-        let record = |key: &str| mnemo_bus::OutgoingRecord {
-            key: key.to_owned(),
-            payload: b"x".to_vec(),
-            headers: Vec::new(),
-        };
+        let (_dir, bus) = in_process_bus().await;
         let backlog = |age: Duration| {
             Backlog::new(
                 bus.clone(),
@@ -562,11 +562,7 @@ mod tests {
     /// `degraded`; the same disk under a floor of 0 never is.
     #[tokio::test]
     async fn a_disk_below_the_floor_is_short_and_degrades_and_a_zero_floor_never_is() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = mnemo_event_store::sqlite::connect(&dir.path().join("mnemo.db"))
-            .await
-            .unwrap();
-        let bus: Arc<dyn Bus> = Arc::new(mnemo_bus::in_process::InProcessBus::new(pool, 2));
+        let (dir, bus) = in_process_bus().await;
         let backlog = |min_free_disk: u64| {
             Backlog::new(
                 bus.clone(),
