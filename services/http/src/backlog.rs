@@ -444,12 +444,13 @@ mod tests {
 
         // A record published now is not in the reading reused for a while,
         // and the reading says how long it has been reused.
+        // (A short wait: a busy machine has the rest of the second.)
         bus.publish("t.a", vec![record("a/1")]).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let (reused, age) = backlog.read_with_age().await;
         assert!(Arc::ptr_eq(&first, &reused));
         assert!(
-            (Duration::from_millis(300)..Backlog::FRESH_FOR).contains(&age),
+            (Duration::from_millis(100)..Backlog::FRESH_FOR).contains(&age),
             "{age:?}"
         );
 
