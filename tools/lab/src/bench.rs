@@ -158,6 +158,11 @@ pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[index]
 }
 
+/// The machine's cores, as the benches count them.
+pub(crate) fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// The process's CPU time so far (user + system), from `/proc/self/stat`.
 pub(crate) fn process_cpu() -> anyhow::Result<Duration> {
     let stat = std::fs::read_to_string("/proc/self/stat")?;

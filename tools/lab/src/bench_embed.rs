@@ -57,7 +57,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 pub fn embed(args: EmbedBenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(args.rounds > 0 && args.texts > 0, "counts must be positive");
     let texts = texts(&args.file, args.texts)?;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = crate::bench::cores();
     let default = LocalOptions::default();
     let variants = [
         (

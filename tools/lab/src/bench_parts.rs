@@ -66,7 +66,7 @@ use mnemo_retriever::episodes::{self, READ_AHEAD};
 use mnemo_retriever::projection::MemoryProjection;
 use mnemo_vector_index::VectorIndex;
 
-use crate::bench::{message_text, process_cpu, varied_text};
+use crate::bench::{cores, message_text, process_cpu, varied_text};
 
 #[derive(Debug, Clone)]
 pub struct PartsBenchArgs {
@@ -174,11 +174,6 @@ impl PartsReport {
 /// nothing else.
 pub fn ceiling(cores: usize, cpu: Duration) -> f64 {
     cores as f64 / cpu.as_secs_f64().max(f64::EPSILON)
-}
-
-/// The machine's cores, as the ceilings count them.
-pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 pub async fn parts(args: PartsBenchArgs) -> anyhow::Result<()> {

@@ -55,7 +55,7 @@ use mnemo_auth::Scope;
 use mnemo_embed::{Embedder, LexicalEmbedder};
 use serde_json::{json, Value};
 
-use crate::bench::{message_text, percentile, process_cpu, varied_text, EmbeddedServer};
+use crate::bench::{cores, message_text, percentile, process_cpu, varied_text, EmbeddedServer};
 use crate::bench_parts::{self, PartsBenchArgs, PartsReport};
 
 /// The vector size of the loopback server (all-MiniLM-L6-v2's).
@@ -400,7 +400,7 @@ impl AgainstTheCeiling {
 }
 
 fn print_against_the_ceiling(run: &MessagesRun, parts: &PartsReport) {
-    let cores = bench_parts::cores();
+    let cores = cores();
     let against = AgainstTheCeiling::new(run, parts.cpu_per_message(), cores);
     println!("### Against the parts' ceiling, same messages, same run\n");
     println!("| | pipeline | the four stages alone | pipeline ÷ stages |");
@@ -619,7 +619,7 @@ async fn messages(client: &Arc<Client>, bench: &SearchableBench) -> anyhow::Resu
     );
     // Below the core count, the run waited on something other than CPU
     // (the disk, a lock, a timer): a cheaper item would not make it faster.
-    let cores = bench_parts::cores();
+    let cores = cores();
     println!(
         "| cores busy (that CPU over the time to searchable) | {:.2} of {cores} |\n",
         cpu.as_secs_f64() / searchable.as_secs_f64()
